@@ -1,0 +1,77 @@
+"""Input pipelines: embedded digits and tfds (mocked), ranges, shapes, splits, errors."""
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from tf_hat_ebm import data
+
+from conftest import tiny_config
+
+
+def test_digits_split_sizes_and_range():
+  train, train_labels = data.digits_arrays('train')
+  test, _ = data.digits_arrays('test')
+  assert train.shape == (1500, 8, 8, 1) and test.shape == (297, 8, 8, 1)
+  assert train.min() == -1.0 and train.max() == 1.0
+  assert len(set(train_labels.tolist())) == 10
+  # fixed split: the same images every time, disjoint
+  again, _ = data.digits_arrays('train')
+  np.testing.assert_array_equal(train, again)
+  flat_train = {a.tobytes() for a in train}
+  assert sum(a.tobytes() in flat_train for a in test) < 10  # a few digits are pixel-identical
+
+
+def test_digits_train_dataset_is_batched_and_resized():
+  cfg = tiny_config().data
+  ds = data.train_dataset(cfg, 32)
+  batch = next(iter(ds))
+  assert batch.shape == (32, 16, 16, 1) and batch.dtype == tf.float32
+  assert float(tf.reduce_min(batch)) >= -1.0 and float(tf.reduce_max(batch)) <= 1.0
+  # nearest-neighbour upscaling: every 2x2 block is constant
+  b = batch.numpy()
+  np.testing.assert_array_equal(b[:, ::2, ::2], b[:, 1::2, 1::2])
+
+
+def test_train_dataset_shards_by_input_context():
+  cfg = tiny_config().data
+  ctx = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1,
+                                   num_replicas_in_sync=2)
+  batch = next(iter(data.train_dataset(cfg, 16, ctx)))
+  assert batch.shape == (8, 16, 16, 1)  # per-replica batch
+
+
+@pytest.mark.parametrize('name,size,channels', [('cifar10', 32, 3), ('celeb_a', 64, 3),
+                                                ('svhn_cropped', 32, 3)])
+def test_tfds_datasets_with_mock_data(name, size, channels):
+  cfg = tiny_config().data
+  cfg.name, cfg.image_size, cfg.channels = name, size, channels
+  with tfds.testing.mock_data(num_examples=12):
+    batch = next(iter(data.train_dataset(cfg, 4)))
+    evals = [b.shape[0] for b in data.eval_dataset(cfg, 'test', 5)]
+  assert batch.shape == (4, size, size, channels)
+  assert float(tf.reduce_min(batch)) >= -1.0 and float(tf.reduce_max(batch)) <= 1.0
+  assert sum(evals) == 12
+
+
+def test_imagenet_random_resized_crop_shape():
+  image = tf.cast(tf.random.uniform([200, 300, 3], 0, 255, tf.int32), tf.uint8)
+  out = data.random_resized_crop(tf.cast(image, tf.float32), 128, (0.5, 1.0))
+  assert out.shape == (128, 128, 3)
+
+
+def test_unknown_dataset_and_split_errors():
+  cfg = tiny_config().data
+  cfg.name = 'mnist_typo'
+  with pytest.raises(ValueError, match="unknown dataset 'mnist_typo'"):
+    data.train_dataset(cfg, 4)
+  with pytest.raises(ValueError, match="unknown split 'validation'"):
+    data.digits_arrays('validation')
+
+
+def test_missing_tfds_data_without_download_is_clear(tmp_path):
+  cfg = tiny_config().data
+  cfg.name, cfg.image_size, cfg.channels = 'cifar10', 32, 3
+  cfg.data_dir = str(tmp_path)
+  with pytest.raises(ValueError, match="tfds dataset 'cifar10'.*download is off"):
+    data.train_dataset(cfg, 4)

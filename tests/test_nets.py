@@ -1,0 +1,91 @@
+"""SN-GAN ResNet hat networks and generators: shapes, parameter counts, fixed batch norm."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_hat_ebm import nets
+
+
+def conv_params(k, cin, cout):
+  return k * k * cin * cout + cout
+
+
+def hat_params(image_size, channels, width):
+  """Trainable parameters of the SN-GAN discriminator layout, counted by hand."""
+  if image_size <= 32:
+    stem, blocks = width, [(width, True), (width, False), (width, False)]
+  else:
+    stem = width // 16
+    blocks = [(width // 8, True), (width // 4, True), (width // 2, True), (width, True)]
+    if image_size == 128:
+      blocks.append((width, False))
+  total = conv_params(3, channels, stem) + conv_params(3, stem, stem) + conv_params(1, channels,
+                                                                                   stem)
+  cin = stem
+  for cout, down in blocks:
+    total += conv_params(3, cin, cin) + conv_params(3, cin, cout)
+    if down or cin != cout:
+      total += conv_params(1, cin, cout)
+    cin = cout
+  return total + cin  # dense(1), no bias
+
+
+def generator_params(image_size, channels, width, z_dim):
+  num_up = int(np.log2(image_size // 4))
+  outs = [width] * num_up if image_size <= 32 else [width // 2**(i + 1) for i in range(num_up)]
+  total = z_dim * 16 * width + 16 * width
+  cin = width
+  for cout in outs:  # BN(in) scale+offset, conv, BN(out), conv, 1x1 shortcut (always upsampling)
+    total += 2 * cin + conv_params(3, cin, cout) + 2 * cout + conv_params(3, cout, cout)
+    total += conv_params(1, cin, cout)
+    cin = cout
+  return total + 2 * cin + conv_params(3, cin, channels)
+
+
+def trainable(model):
+  return sum(int(np.prod(v.shape)) for v in model.trainable_variables)
+
+
+@pytest.mark.parametrize('size,width', [(16, 8), (32, 16), (64, 64), (128, 64)])
+@pytest.mark.parametrize('channels', [1, 3])
+def test_shapes_and_parameter_counts(size, width, channels):
+  hat = nets.HatNetwork(size, channels, width).build_for_input()
+  gen = nets.Generator(size, channels, width, z_dim=16, out_factor=2.0).build_for_input()
+  x = tf.random.normal([3, size, size, channels])
+  assert hat(x).shape == (3,)
+  out = gen(tf.random.normal([3, 16]))
+  assert out.shape == (3, size, size, channels)
+  assert float(tf.reduce_max(tf.abs(out))) < 2.0
+  assert trainable(hat) == hat_params(size, channels, width)
+  assert trainable(gen) == generator_params(size, channels, width, 16)
+
+
+def test_paper_sized_cifar_networks():
+  # SN-GAN 32x32 generator (ngf 256) has ~4.3M parameters; the 256-wide hat network 4.2M.
+  gen = nets.Generator(32, 3, 256, 128).build_for_input()
+  hat = nets.HatNetwork(32, 3, 256).build_for_input()
+  assert trainable(gen) == generator_params(32, 3, 256, 128) == 4_276_739
+  assert trainable(hat) == hat_params(32, 3, 256) == 4_204_800
+
+
+def test_scaled_width_doubles_channels():
+  assert nets.generator_layout(128, 2048) == [1024, 512, 256, 128, 64]
+  stem, blocks = nets.discriminator_layout(128, 2048)
+  assert stem == 128 and blocks[-1] == (2048, False) and len(blocks) == 5
+
+
+def test_generator_batch_norm_is_fixed_and_trains_scale_offset():
+  gen = nets.Generator(16, 1, 8, 4).build_for_input()
+  z = tf.random.normal([5, 4])
+  a = gen(z, training=True).numpy()
+  b = gen(z[:2], training=True).numpy()  # batch statistics would change with the batch
+  np.testing.assert_allclose(a[:2], b, rtol=1e-5, atol=1e-6)
+  bns = [l for l in gen.submodules if isinstance(l, tf.keras.layers.BatchNormalization)]
+  assert bns and all(float(tf.reduce_max(tf.abs(bn.moving_mean))) == 0 for bn in bns)
+  names = [v.name for v in gen.trainable_variables]
+  assert any('gamma' in n for n in names) and any('beta' in n for n in names)
+
+
+def test_unsupported_size_is_a_clear_error():
+  with pytest.raises(ValueError, match='image size 48 has no SN-GAN network'):
+    nets.HatNetwork(48, 3, 16)

@@ -1,0 +1,141 @@
+"""The tandem training loop: distributed run, resume, divergence guard, script errors."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_hat_ebm import run_lib
+from tf_hat_ebm.synthesis import SynthesisTask
+from tf_hat_ebm.trainer import DivergenceError, Trainer
+
+from conftest import REPO, tiny_config
+
+
+def variables_of(item):
+  if isinstance(item, tf.Variable):
+    return [item]
+  if isinstance(item, tf.random.Generator):
+    return [item.state]
+  return item.variables
+
+
+def snapshot(task):
+  return {k: [w.numpy().copy() for w in variables_of(v)]
+          for k, v in task.checkpoint_items().items()}
+
+
+def test_two_replica_training_changes_bank_and_stays_finite(two_replicas, tmp_path):
+  config = tiny_config()
+  task = SynthesisTask(config, two_replicas)
+  trainer = Trainer(task, config, str(tmp_path), two_replicas, verbose=False)
+  trainer.restore_or_initialize()
+  bank0 = {k: v.numpy().copy() for k, v in task.bank.checkpoint_items(two_replicas).items()}
+  hat0 = [v.numpy().copy() for v in task.hat.trainable_variables]
+  metrics = trainer.train(4)
+  assert int(trainer.step.numpy()) == 4
+  assert set(metrics) == set(SynthesisTask.metric_names)
+  assert all(np.isfinite(v) for v in metrics.values())
+  bank1 = {k: v.numpy() for k, v in task.bank.checkpoint_items(two_replicas).items()}
+  assert len(bank1) == 4  # z and x of each replica
+  for k in bank1:
+    changed = np.any(bank1[k] != bank0[k], axis=tuple(range(1, bank1[k].ndim)))
+    assert 0 < changed.sum() <= 4 * 2  # at most 4 steps x 2 entries per replica
+  assert not np.array_equal(bank1['bank_z_replica0'], bank1['bank_z_replica1'])
+  assert any(not np.array_equal(a, b.numpy()) for a, b in zip(hat0, task.hat.trainable_variables))
+  # workdir: checkpoints, TensorBoard events, sample grids
+  assert tf.train.latest_checkpoint(str(tmp_path / 'checkpoints')).endswith('ckpt-4')
+  assert os.listdir(tmp_path / 'tensorboard')
+  assert sorted(os.listdir(tmp_path / 'samples')) == [
+      'generator_0000004.png', 'residual_x5_0000004.png', 'samples_0000004.png']
+
+
+def test_resume_restores_every_piece_of_state(tmp_path):
+  strategy = tf.distribute.get_strategy()
+  config = tiny_config()
+  first = SynthesisTask(config, strategy)
+  trainer = Trainer(first, config, str(tmp_path), strategy, verbose=False)
+  trainer.train(4)
+  saved = snapshot(first)
+  # a new process would build everything afresh: the restore must bring back the same state
+  second = SynthesisTask(config, strategy)
+  trainer2 = Trainer(second, config, str(tmp_path), strategy, verbose=False)
+  assert trainer2.restore_or_initialize()
+  assert int(trainer2.step.numpy()) == 4
+  restored = snapshot(second)
+  assert saved.keys() == restored.keys()
+  assert {'hat', 'generator', 'hat_optimizer', 'gen_optimizer', 'rng',
+          'bank_z_replica0', 'bank_x_replica0'} <= set(saved)
+  for k in saved:
+    for a, b in zip(saved[k], restored[k]):
+      np.testing.assert_array_equal(a, b, err_msg=k)
+  assert int(second.hat_opt.iterations.numpy()) == 4
+  # and training continues from there to the requested end
+  trainer2.train(6)
+  assert int(trainer2.step.numpy()) == 6
+
+
+def test_current_samples_ablation_runs_without_bank(tmp_path):
+  config = tiny_config(**{'training.generator_update': 'current'})
+  strategy = tf.distribute.get_strategy()
+  task = SynthesisTask(config, strategy)
+  assert task.bank is None
+  metrics = Trainer(task, config, str(tmp_path), strategy, verbose=False).train(2)
+  assert np.isfinite(metrics['gen_loss'])
+
+
+def test_divergence_stops_before_any_checkpoint_of_that_state(tmp_path):
+  config = tiny_config(**{'optim.hat_lr': 1e30, 'optim.gen_lr': 1e30})
+  config.training.checkpoint_every = 1
+  config.training.steps_per_loop = 1
+  strategy = tf.distribute.get_strategy()
+  task = SynthesisTask(config, strategy)
+  trainer = Trainer(task, config, str(tmp_path), strategy, verbose=False)
+  with pytest.raises(DivergenceError, match='non-finite .* at step') as info:
+    trainer.train(30)
+  ckpt_dir = str(tmp_path / 'checkpoints')
+  latest = tf.train.latest_checkpoint(ckpt_dir)
+  assert ('none' in str(info.value)) == (latest is None)
+  if latest:  # every checkpoint written holds finite state only
+    for name, _ in tf.train.list_variables(latest):
+      value = tf.train.load_variable(latest, name)
+      if isinstance(value, np.ndarray) and value.dtype.kind == 'f':
+        assert np.all(np.isfinite(value)), name
+
+
+def test_batch_not_divisible_by_replicas(two_replicas):
+  config = tiny_config(**{'training.batch_size': 5})
+  with pytest.raises(ValueError, match='global batch 5 cannot be split evenly over 2 replicas'):
+    SynthesisTask(config, two_replicas)
+
+
+def test_validate_rejects_unknown_dataset_and_size():
+  config = tiny_config(**{'data.name': 'imagenet'})
+  with pytest.raises(ValueError, match="unknown dataset 'imagenet'"):
+    run_lib.validate(config)
+  config = tiny_config(**{'data.image_size': 24})
+  with pytest.raises(ValueError, match='image size 24'):
+    run_lib.validate(config)
+
+
+def run_script(*args):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
+  return subprocess.run([sys.executable, os.path.join(REPO, 'experiments', 'train_synthesis.py'),
+                         *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_script_rejects_misspelt_override(tmp_path):
+  result = run_script(f'--workdir={tmp_path}', '--config.langevin.stepz=3')
+  assert result.returncode != 0
+  assert 'stepz' in result.stderr and 'steps' in result.stderr  # "Did you mean steps"
+  assert not os.path.exists(tmp_path / 'checkpoints')
+
+
+def test_script_rejects_unknown_dataset_in_one_line(tmp_path):
+  result = run_script(f'--workdir={tmp_path}', '--config.data.name=cifar11')
+  assert result.returncode == 1
+  assert result.stderr.strip().splitlines()[-1] == (
+      "error: unknown dataset 'cifar11'; known datasets: digits, cifar10, cifar100, "
+      'svhn_cropped, celeb_a, imagenet2012')

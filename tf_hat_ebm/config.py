@@ -1,0 +1,77 @@
+"""The configuration schema shared by every experiment; experiments/configs/ fills in the values.
+
+Each experiment config starts from `base_config()` and sets the paper's settings for its run, so
+every field exists (and is type-checked, and overrides are locked) whatever the experiment.
+"""
+import ml_collections
+
+
+def langevin_config(**overrides):
+  cfg = ml_collections.ConfigDict(dict(
+      steps=50, step_size=5e-4, temperature=1e-3, max_drift=2.5, prior_sigma=None,
+      noise=True, init_scale=0.0))
+  # Optional fields hold None by default; give them a float type so overrides can set them.
+  for key in ('max_drift', 'prior_sigma'):
+    cfg[key] = ml_collections.FieldReference(cfg[key], field_type=float)
+  cfg.update(overrides)
+  return cfg
+
+
+def base_config():
+  config = ml_collections.ConfigDict()
+  config.name = 'synthesis'
+  config.experiment = 'synthesis'
+  config.seed = 0
+
+  config.data = data = ml_collections.ConfigDict()
+  data.name = 'digits'
+  data.image_size = 16
+  data.channels = 1
+  data.data_dir = ''            # tfds data_dir ('' = tfds default)
+  data.download = False         # let tfds download and prepare the dataset
+  data.manual_dir = ''          # imagenet2012: directory holding the manually downloaded tars
+  data.train_split = 'train'
+  data.test_split = 'test'
+  data.cache = True
+  data.shuffle_buffer = 10_000
+  data.seed = 0
+  data.random_flip = False
+  data.resize_method = 'nearest'  # digits upscaling
+  data.crop_area_range = (0.5, 1.0)  # imagenet2012 random resized crop
+
+  config.model = model = ml_collections.ConfigDict()
+  model.hat_width = 256
+  model.gen_width = 256
+  model.z_dim = 128
+  model.out_factor = 2.0        # G(z) = out_factor * tanh(.)
+
+  # Langevin chain used in training (and, unless `sampling` says otherwise, for samples).
+  config.langevin = langevin_config()
+  # Chain for evaluation samples (FID, export); the release used K=125, T=1e-3, Y0 ~ 0.01 N(0, I).
+  config.sampling = langevin_config(steps=125, temperature=1e-3, init_scale=0.01)
+
+  config.training = training = ml_collections.ConfigDict()
+  training.batch_size = 128       # global batch
+  training.num_steps = 75_000
+  training.steps_per_loop = 10    # training steps per host call
+  training.log_every = 50
+  training.checkpoint_every = 1000
+  training.keep_checkpoints = 3
+  training.sample_every = 1000
+  training.num_grid_samples = 64
+  training.data_eps = 1e-3
+  training.bank_size = 10_000
+  training.gen_loss_factor = 1000.0
+  training.generator_update = 'bank'  # 'bank' (historical, the paper) or 'current' (ablation)
+
+  config.optim = optim = ml_collections.ConfigDict()
+  optim.hat_lr = 1e-4
+  optim.gen_lr = 1e-4
+  optim.beta1 = 0.9
+  optim.beta2 = 0.999
+  optim.hat_clip_norm = ml_collections.FieldReference(None, field_type=float)
+  optim.gen_clip_norm = ml_collections.FieldReference(None, field_type=float)
+  optim.lr_boundaries = ()        # steps at which both learning rates are multiplied by lr_factor
+  optim.lr_factor = 0.1
+  optim.ema_decay = ml_collections.FieldReference(None, field_type=float)  # Keras use_ema
+  return config

@@ -1,0 +1,135 @@
+"""Input pipelines: tfds datasets and the embedded scikit-learn digits, pixels in [-1, 1].
+
+Every pipeline is built per input pipeline from a `tf.distribute.InputContext` (sharded by
+pipeline id, batched to the per-replica batch with drop_remainder=True so shapes are static for TPU).
+"""
+import numpy as np
+import tensorflow as tf
+
+TFDS_DATASETS = ('cifar10', 'cifar100', 'svhn_cropped', 'celeb_a', 'imagenet2012')
+DATASETS = ('digits',) + TFDS_DATASETS
+
+# Fixed split of the 1,797 scikit-learn digits: a seeded permutation, the last 297 for test.
+DIGITS_TEST_SIZE = 297
+DIGITS_SPLIT_SEED = 0
+
+
+def check_dataset(name):
+  if name not in DATASETS:
+    raise ValueError(f'unknown dataset {name!r}; known datasets: {", ".join(DATASETS)}')
+
+
+def to_unit_range(image):
+  """uint8 [0, 255] -> float32 [-1, 1]."""
+  return tf.cast(image, tf.float32) / 127.5 - 1.0
+
+
+def digits_arrays(split):
+  """The embedded digits as float32 [n, 8, 8, 1] in [-1, 1] (scikit-learn ships them offline)."""
+  from sklearn.datasets import load_digits  # pylint: disable=g-import-not-at-top
+  digits = load_digits()
+  images = digits.images.astype(np.float32) / 16.0 * 2.0 - 1.0
+  order = np.random.RandomState(DIGITS_SPLIT_SEED).permutation(len(images))
+  test, train = order[:DIGITS_TEST_SIZE], order[DIGITS_TEST_SIZE:]
+  if split == 'train':
+    idx = train
+  elif split == 'test':
+    idx = test
+  else:
+    raise ValueError(f'unknown split {split!r} for digits; use train or test')
+  return images[idx][..., None], digits.target[idx]
+
+
+def _resize(image, size, method):
+  return tf.image.resize(image, [size, size], method=method)
+
+
+def center_crop_resize(image, size):
+  """CelebA: central square crop of the face region, bilinear resize (antialiased) to size."""
+  shape = tf.shape(image)
+  side = tf.minimum(shape[0], shape[1])
+  top, left = (shape[0] - side) // 2, (shape[1] - side) // 2
+  image = tf.image.crop_to_bounding_box(image, top, left, side, side)
+  return tf.image.resize(image, [size, size], method='bilinear', antialias=True)
+
+
+def random_resized_crop(image, size, area_range, seed=None):
+  """ImageNet: random crop of area_range of the image, aspect 3/4..4/3, resized to size."""
+  bbox = tf.zeros([1, 0, 4])
+  begin, crop_size, _ = tf.image.sample_distorted_bounding_box(
+      tf.shape(image), bbox, min_object_covered=0.0, aspect_ratio_range=(0.75, 1.333),
+      area_range=area_range, max_attempts=10, use_image_if_no_bounding_boxes=True, seed=seed or 0)
+  image = tf.slice(image, begin, crop_size)
+  return tf.image.resize(image, [size, size], method='bilinear', antialias=True)
+
+
+def preprocess_fn(cfg, training):
+  """Maps a raw uint8 image to float32 [size, size, channels] in [-1, 1] for dataset cfg.name."""
+  size = cfg.image_size
+
+  def fn(image):
+    if cfg.name == 'celeb_a':
+      image = center_crop_resize(tf.cast(image, tf.float32), size)
+    elif cfg.name == 'imagenet2012':
+      if training:
+        image = random_resized_crop(tf.cast(image, tf.float32), size, tuple(cfg.crop_area_range))
+      else:
+        image = center_crop_resize(tf.cast(image, tf.float32), size)
+    elif image.shape[0] != size:
+      image = _resize(tf.cast(image, tf.float32), size, 'bilinear')
+    image = to_unit_range(image)
+    if cfg.random_flip and training:
+      image = tf.image.random_flip_left_right(image)
+    return tf.ensure_shape(image, [size, size, cfg.channels])
+
+  return fn
+
+
+def _tfds_images(cfg, split, input_context, shuffle_files):
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  read_config = tfds.ReadConfig(input_context=input_context, shuffle_seed=cfg.seed)
+  download_config = None
+  if cfg.name == 'imagenet2012' and cfg.manual_dir:
+    download_config = tfds.download.DownloadConfig(manual_dir=cfg.manual_dir)
+  try:
+    builder = tfds.builder(cfg.name, data_dir=cfg.data_dir or None)
+    if cfg.download:
+      builder.download_and_prepare(download_config=download_config)
+    ds = builder.as_dataset(split=split, shuffle_files=shuffle_files, read_config=read_config)
+  except (tfds.core.registered.DatasetNotFoundError, AssertionError, FileNotFoundError) as e:
+    first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    raise ValueError(f'tfds dataset {cfg.name!r} (split {split!r}) is not available in data_dir '
+                     f'{cfg.data_dir or "(tfds default)"} and download is '
+                     f'{"on" if cfg.download else "off"}: {first_line}') from e
+  return ds.map(lambda ex: ex['image'], num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def images_dataset(cfg, split, input_context=None, training=True):
+  """Unbatched float32 images in [-1, 1] of shape [image_size, image_size, channels]."""
+  check_dataset(cfg.name)
+  if cfg.name == 'digits':
+    images, _ = digits_arrays(split)
+    ds = tf.data.Dataset.from_tensor_slices(images)
+    if input_context is not None and input_context.num_input_pipelines > 1:
+      ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    size = cfg.image_size
+    return ds.map(lambda x: tf.ensure_shape(_resize(x, size, cfg.resize_method),
+                                            [size, size, 1]))
+  ds = _tfds_images(cfg, split, input_context, shuffle_files=training)
+  return ds.map(preprocess_fn(cfg, training), num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def train_dataset(cfg, global_batch_size, input_context=None):
+  """Shuffled, repeated, per-replica-batched training images (static shapes)."""
+  batch = (input_context.get_per_replica_batch_size(global_batch_size)
+           if input_context is not None else global_batch_size)
+  ds = images_dataset(cfg, cfg.train_split, input_context, training=True)
+  if cfg.cache:
+    ds = ds.cache()
+  ds = ds.shuffle(cfg.shuffle_buffer, seed=cfg.seed).repeat()
+  return ds.batch(batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+
+
+def eval_dataset(cfg, split, batch_size):
+  """One pass over split, in order, batched (last batch may be smaller)."""
+  return images_dataset(cfg, split, training=False).batch(batch_size).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,218 @@
+"""SN-GAN ResNet networks (after the Mimicry library) for the Hat EBM.
+
+* The hat network H is the SN-GAN discriminator with every spectral norm removed: image -> scalar.
+* The generator G is the SN-GAN generator: latent -> image, `out_factor * tanh(.)`.
+
+Both are built from one set of blocks for every resolution (16 for digits, 32, 64, 128) and any
+number of image channels; `width` scales the channels (ImageNet "scaled" = 2x, CPU configs smaller).
+Batch norm in G is always in inference mode with statistics fixed at mean 0 / variance 1, so the
+energy is deterministic; its scale and offset still train (paper, appendix "Architectures").
+"""
+import math
+
+import tensorflow as tf
+
+layers = tf.keras.layers
+
+
+
+# Mimicry initialisation: xavier-uniform with gain sqrt(2) in the residual path, gain 1 elsewhere.
+# (Factories: Keras warns when one unseeded initializer instance serves several layers.)
+def _RESIDUAL_INIT():
+  return tf.keras.initializers.VarianceScaling(2.0, 'fan_avg', 'uniform')
+
+
+def _PLAIN_INIT():
+  return tf.keras.initializers.VarianceScaling(1.0, 'fan_avg', 'uniform')
+
+
+# Image sizes with an SN-GAN layout; 16 is the digits variant of the 32x32 layout.
+SUPPORTED_IMAGE_SIZES = (16, 32, 64, 128)
+
+
+def check_image_size(image_size):
+  if image_size not in SUPPORTED_IMAGE_SIZES:
+    raise ValueError(f'image size {image_size} has no SN-GAN network; supported sizes are '
+                     f'{", ".join(map(str, SUPPORTED_IMAGE_SIZES))}')
+
+
+def conv(channels, kernel, init=_RESIDUAL_INIT, name=None, **kwargs):
+  return layers.Conv2D(channels, kernel, padding='same', kernel_initializer=init(), name=name,
+                       **kwargs)
+
+
+def fixed_batch_norm(name=None):
+  """Batch norm frozen at mean 0, variance 1 (always called with training=False)."""
+  return layers.BatchNormalization(epsilon=1e-5, name=name)
+
+
+def upsample(x):
+  # Bilinear 2x upsampling with half-pixel centres (torch's align_corners=False).
+  shape = tf.shape(x)
+  return tf.image.resize(x, [shape[1] * 2, shape[2] * 2], method='bilinear')
+
+
+def downsample(x):
+  return tf.nn.avg_pool2d(x, 2, 2, 'VALID')
+
+
+class DiscriminatorBlock(layers.Layer):
+  """ReLU, 3x3 conv, ReLU, 3x3 conv, [avg-pool]; 1x1 conv shortcut (then pool) when needed.
+
+  `stem=True` is SN-GAN's "optimized" first block: no leading ReLU, always downsamples, and the
+  shortcut is pooled before its 1x1 conv. `conv_factory` lets the SN-GAN discriminator wrap the
+  convolutions in spectral normalisation; the hat network uses plain convolutions.
+  """
+
+  def __init__(self, out_channels, downsample=False, stem=False, conv_factory=conv, **kwargs):
+    super().__init__(**kwargs)
+    self.out_channels = out_channels
+    self.downsample = downsample or stem
+    self.stem = stem
+    self._conv_factory = conv_factory
+
+  def build(self, input_shape):
+    in_channels = int(input_shape[-1])
+    hidden = self.out_channels if self.stem else in_channels
+    self.c1 = self._conv_factory(hidden, 3, name='c1')
+    self.c2 = self._conv_factory(self.out_channels, 3, name='c2')
+    self.learnable_shortcut = self.stem or self.downsample or in_channels != self.out_channels
+    if self.learnable_shortcut:
+      self.c_sc = self._conv_factory(self.out_channels, 1, init=_PLAIN_INIT, name='c_sc')
+    super().build(input_shape)
+
+  def call(self, x):
+    h = x if self.stem else tf.nn.relu(x)
+    h = self.c2(tf.nn.relu(self.c1(h)))
+    if self.downsample:
+      h = downsample(h)
+    s = x
+    if self.stem:
+      s = self.c_sc(downsample(s))
+    elif self.learnable_shortcut:
+      s = self.c_sc(s)
+      if self.downsample:
+        s = downsample(s)
+    return h + s
+
+
+class GeneratorBlock(layers.Layer):
+  """BN, ReLU, [bilinear 2x], 3x3 conv, BN, ReLU, 3x3 conv; 1x1 conv shortcut ([up] then conv)."""
+
+  def __init__(self, out_channels, upsample=True, **kwargs):
+    super().__init__(**kwargs)
+    self.out_channels = out_channels
+    self.upsample = upsample
+
+  def build(self, input_shape):
+    in_channels = int(input_shape[-1])
+    self.b1 = fixed_batch_norm('b1')
+    self.c1 = conv(self.out_channels, 3, name='c1')
+    self.b2 = fixed_batch_norm('b2')
+    self.c2 = conv(self.out_channels, 3, name='c2')
+    self.learnable_shortcut = self.upsample or in_channels != self.out_channels
+    if self.learnable_shortcut:
+      self.c_sc = conv(self.out_channels, 1, init=_PLAIN_INIT, name='c_sc')
+    super().build(input_shape)
+
+  def call(self, x):
+    h = tf.nn.relu(self.b1(x, training=False))
+    if self.upsample:
+      h = upsample(h)
+    h = self.c1(h)
+    h = self.c2(tf.nn.relu(self.b2(h, training=False)))
+    s = x
+    if self.learnable_shortcut:
+      s = self.c_sc(upsample(s) if self.upsample else s)
+    return h + s
+
+
+def discriminator_layout(image_size, width):
+  """[(channels, downsample)] of the blocks after the stem, and the stem's channels."""
+  check_image_size(image_size)
+  if image_size <= 32:
+    # SN-GAN 32x32: stem(w, down), block(w, down), block(w), block(w).
+    return width, [(width, True), (width, False), (width, False)]
+  # SN-GAN 64/128: stem(w/16, down), down-blocks doubling up to w (+ block(w, w) at 128).
+  stem = width // 16
+  blocks = [(width // 8, True), (width // 4, True), (width // 2, True), (width, True)]
+  if image_size == 128:
+    blocks.append((width, False))
+  return stem, blocks
+
+
+def generator_layout(image_size, width):
+  """Channels of each up-block: constant width up to 32x32, halving from width at 64/128."""
+  check_image_size(image_size)
+  num_up = int(math.log2(image_size // 4))
+  if image_size <= 32:
+    return [width] * num_up
+  return [width // 2**(i + 1) for i in range(num_up)]
+
+
+class HatNetwork(tf.keras.Model):
+  """H(x): image -> scalar energy. SN-GAN discriminator with spectral norm removed.
+
+  Head: ReLU, global average pool, dense(1, no bias). Returns shape [batch].
+  """
+
+  def __init__(self, image_size=32, channels=3, width=256, conv_factory=conv, name='hat', **kw):
+    super().__init__(name=name, **kw)
+    self.image_size, self.channels, self.width = image_size, channels, width
+    stem_channels, layout = discriminator_layout(image_size, width)
+    self.blocks = [DiscriminatorBlock(stem_channels, stem=True, conv_factory=conv_factory,
+                                      name='block0')]
+    for i, (ch, down) in enumerate(layout):
+      self.blocks.append(DiscriminatorBlock(ch, downsample=down, conv_factory=conv_factory,
+                                            name=f'block{i + 1}'))
+    self.head = layers.Dense(1, use_bias=False, kernel_initializer=_PLAIN_INIT(), name='head')
+
+  def call(self, x):
+    h = x
+    for block in self.blocks:
+      h = block(h)
+    h = tf.reduce_mean(tf.nn.relu(h), axis=[1, 2])
+    return tf.squeeze(self.head(h), axis=-1)
+
+  def build_for_input(self):
+    self(tf.zeros([1, self.image_size, self.image_size, self.channels]))
+    return self
+
+
+class Generator(tf.keras.Model):
+  """G(z): latent [batch, z_dim] -> image [batch, size, size, channels] in out_factor*(-1, 1)."""
+
+  def __init__(self, image_size=32, channels=3, width=256, z_dim=128, out_factor=1.0,
+               name='generator', **kw):
+    super().__init__(name=name, **kw)
+    self.image_size, self.channels, self.width = image_size, channels, width
+    self.z_dim, self.out_factor = z_dim, out_factor
+    self.dense = layers.Dense(4 * 4 * width, kernel_initializer=_PLAIN_INIT(), name='dense')
+    self.blocks = [GeneratorBlock(ch, name=f'block{i}')
+                   for i, ch in enumerate(generator_layout(image_size, width))]
+    self.bn = fixed_batch_norm('bn_out')
+    self.to_image = conv(channels, 3, init=_PLAIN_INIT, name='to_image')
+
+  @property
+  def latent_shape(self):
+    return (self.z_dim,)
+
+  def call(self, z):
+    h = tf.reshape(self.dense(z), [-1, 4, 4, self.width])
+    for block in self.blocks:
+      h = block(h)
+    h = self.to_image(tf.nn.relu(self.bn(h, training=False)))
+    return self.out_factor * tf.tanh(h)
+
+  def build_for_input(self):
+    self(tf.zeros([1, self.z_dim]))
+    return self
+
+
+def make_hat(config_model, image_size, channels):
+  return HatNetwork(image_size, channels, config_model.hat_width).build_for_input()
+
+
+def make_generator(config_model, image_size, channels):
+  return Generator(image_size, channels, config_model.gen_width, config_model.z_dim,
+                   config_model.out_factor).build_for_input()

@@ -1,0 +1,42 @@
+"""Resolves the tf.distribute strategy a run uses.
+
+--tpu NAME|local -> TPUStrategy; several GPUs -> MirroredStrategy; otherwise the default strategy.
+"""
+import tensorflow as tf
+
+
+def use_logical_cpus(num):
+  """Splits the host CPU into `num` logical devices (tests of MirroredStrategy without GPUs).
+
+  Must run before TensorFlow initialises its devices.
+  """
+  cpus = tf.config.list_physical_devices('CPU')
+  tf.config.set_logical_device_configuration(
+      cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(num)])
+  return [f'/cpu:{i}' for i in range(num)]
+
+
+def make_strategy(tpu=None, devices=None):
+  """The strategy for a run. `devices` forces a MirroredStrategy over those devices."""
+  if tpu:
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+        tpu='' if tpu == 'local' else tpu)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+  if devices:
+    return tf.distribute.MirroredStrategy(devices)
+  gpus = tf.config.list_logical_devices('GPU')
+  if len(gpus) > 1:
+    return tf.distribute.MirroredStrategy()
+  if len(gpus) == 1:
+    return tf.distribute.OneDeviceStrategy('/gpu:0')
+  return tf.distribute.get_strategy()
+
+
+def check_batch_split(global_batch_size, strategy):
+  replicas = strategy.num_replicas_in_sync
+  if global_batch_size % replicas:
+    raise ValueError(f'global batch {global_batch_size} cannot be split evenly over {replicas} '
+                     'replicas')
+  return global_batch_size // replicas
