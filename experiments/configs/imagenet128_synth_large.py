@@ -1,0 +1,14 @@
+"""'Scaled' ImageNet 128x128 synthesis: both networks twice as wide (ngf 2048)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import imagenet128_synth  # noqa: E402  pylint: disable=g-import-not-at-top
+
+
+def get_config():
+  config = imagenet128_synth.get_config()
+  config.name = 'imagenet128_synth_large'
+  config.model.hat_width = 2048
+  config.model.gen_width = 2048
+  return config
