@@ -74,4 +74,10 @@ def base_config():
   optim.lr_boundaries = ()        # steps at which both learning rates are multiplied by lr_factor
   optim.lr_factor = 0.1
   optim.ema_decay = ml_collections.FieldReference(None, field_type=float)  # Keras use_ema
+
+  # Speed options (issue 6); defaults chosen by measurement with benchmarks/step_time.py.
+  config.perf = perf = ml_collections.ConfigDict()
+  perf.precision = 'float32'      # or 'mixed_bfloat16' (states, energies, losses, bank stay f32)
+  perf.recompute_generator = False  # True: G(Z) inside every Langevin step (release's plain path)
+  perf.jit_sampler = False        # XLA-compile the Langevin chain
   return config

@@ -165,13 +165,15 @@ class HatNetwork(tf.keras.Model):
     for i, (ch, down) in enumerate(layout):
       self.blocks.append(DiscriminatorBlock(ch, downsample=down, conv_factory=conv_factory,
                                             name=f'block{i + 1}'))
-    self.head = layers.Dense(1, use_bias=False, kernel_initializer=_PLAIN_INIT(), name='head')
+    self.head = layers.Dense(1, use_bias=False, kernel_initializer=_PLAIN_INIT(), name='head',
+                             dtype='float32')
 
   def call(self, x):
     h = x
     for block in self.blocks:
       h = block(h)
-    h = tf.reduce_mean(tf.nn.relu(h), axis=[1, 2])
+    # Pool and project in float32: under mixed precision the energy keeps full precision.
+    h = tf.reduce_mean(tf.cast(tf.nn.relu(h), tf.float32), axis=[1, 2])
     return tf.squeeze(self.head(h), axis=-1)
 
   def build_for_input(self):
@@ -202,11 +204,30 @@ class Generator(tf.keras.Model):
     for block in self.blocks:
       h = block(h)
     h = self.to_image(tf.nn.relu(self.bn(h, training=False)))
-    return self.out_factor * tf.tanh(h)
+    return self.out_factor * tf.tanh(tf.cast(h, tf.float32))  # images are float32 always
 
   def build_for_input(self):
     self(tf.zeros([1, self.z_dim]))
     return self
+
+
+PRECISIONS = ('float32', 'mixed_bfloat16', 'mixed_float16')
+
+
+def with_precision(precision, build_fn):
+  """Builds models under a Keras dtype policy (variables float32, compute in `precision`).
+
+  The global policy is restored afterwards: layers keep the policy they were built with, and other
+  models in the same process are unaffected.
+  """
+  if precision not in PRECISIONS:
+    raise ValueError(f'unknown precision {precision!r}; use one of {", ".join(PRECISIONS)}')
+  previous = tf.keras.mixed_precision.global_policy()
+  tf.keras.mixed_precision.set_global_policy(precision)
+  try:
+    return build_fn()
+  finally:
+    tf.keras.mixed_precision.set_global_policy(previous)
 
 
 def make_hat(config_model, image_size, channels):

@@ -39,9 +39,12 @@ class SynthesisTask:
     bank_size = (bank_lib.entries_per_replica(tcfg.bank_size, strategy.num_replicas_in_sync,
                                               self.batch)
                  if tcfg.generator_update == 'bank' else None)
+    self.perf = config.perf
+    tf.keras.utils.set_random_seed(config.seed)  # same seed, same initial networks
     with strategy.scope():
-      self.hat = nets.make_hat(config.model, data.image_size, data.channels)
-      self.generator = nets.make_generator(config.model, data.image_size, data.channels)
+      self.hat, self.generator = nets.with_precision(config.perf.precision, lambda: (
+          nets.make_hat(config.model, data.image_size, data.channels),
+          nets.make_generator(config.model, data.image_size, data.channels)))
       self.hat_opt = optim.make_adam(config.optim, config.optim.hat_lr,
                                      self.hat.trainable_variables)
       self.gen_opt = optim.make_adam(config.optim, config.optim.gen_lr,
@@ -75,7 +78,7 @@ class SynthesisTask:
     x_pos = learning.perturb_data(images, tcfg.data_eps, self.rng)
     z = self.rng.normal([self.batch, *self.generator.latent_shape])
     g_z = self.generator(z)  # G(Z; phi_{t-1}): once per chain, Z stays fixed
-    y, diag = langevin.sample_conditional(self.hat, g_z, self.rng, self.settings)
+    y, diag = self._sampler(g_z, z)
     x_neg = tf.stop_gradient(g_z + y)
 
     energies = {}
@@ -110,6 +113,18 @@ class SynthesisTask:
                 gen_loss=gen_value * replicas, hat_grad_norm=hat_norm, gen_grad_norm=gen_norm,
                 residual_grad_norm=diag['residual_grad_norm'], residual_abs=diag['residual_abs'],
                 energy_pos=e_pos, energy_neg=e_neg)
+
+  def _sampler(self, g_z, z):
+    """The training chain, with the perf options: XLA, or the release's G(Z)-per-step baseline."""
+    generator_fn = (lambda: self.generator(z)) if self.perf.recompute_generator else None
+
+    def chain(g_z):
+      return langevin.sample_conditional(self.hat, g_z, self.rng, self.settings,
+                                         generator_fn=generator_fn)
+
+    if self.perf.jit_sampler:
+      chain = tf.function(chain, jit_compile=True)
+    return chain(g_z)
 
   # ---- samples -------------------------------------------------------------------------------
   def replica_sample(self, rng, num, settings):
