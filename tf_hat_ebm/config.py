@@ -77,7 +77,8 @@ def base_config():
 
   # Speed options (issue 6); defaults chosen by measurement with benchmarks/step_time.py.
   config.perf = perf = ml_collections.ConfigDict()
-  perf.precision = 'float32'      # or 'mixed_bfloat16' (states, energies, losses, bank stay f32)
+  perf.precision = 'auto'  # auto: bf16 on TPU, else f32; or float32 / mixed_bfloat16 (states,
+  #                          energies, losses and the bank stay float32 in every case)
   perf.recompute_generator = False  # True: G(Z) inside every Langevin step (release's plain path)
   perf.jit_sampler = False        # XLA-compile the Langevin chain
   return config

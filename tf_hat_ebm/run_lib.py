@@ -13,6 +13,15 @@ from tf_hat_ebm.trainer import Trainer
 USER_ERRORS = (ValueError, DivergenceError, FileNotFoundError, PermissionError)
 
 
+def task_class(config):
+  """The task class of config.experiment (each experiment kind registers one)."""
+  from tf_hat_ebm.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
+  tasks = {'synthesis': SynthesisTask}
+  if config.experiment not in tasks:
+    raise ValueError(f'unknown experiment {config.experiment!r}; known: {", ".join(tasks)}')
+  return tasks[config.experiment]
+
+
 def validate(config):
   data_lib.check_dataset(config.data.name)
   nets.check_image_size(config.data.image_size)

@@ -42,7 +42,8 @@ class SynthesisTask:
     self.perf = config.perf
     tf.keras.utils.set_random_seed(config.seed)  # same seed, same initial networks
     with strategy.scope():
-      self.hat, self.generator = nets.with_precision(config.perf.precision, lambda: (
+      precision = nets.resolve_precision(config.perf.precision, strategy)
+      self.hat, self.generator = nets.with_precision(precision, lambda: (
           nets.make_hat(config.model, data.image_size, data.channels),
           nets.make_generator(config.model, data.image_size, data.channels)))
       self.hat_opt = optim.make_adam(config.optim, config.optim.hat_lr,

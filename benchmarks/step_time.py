@@ -1,0 +1,163 @@
+r"""Speed harness: training-step and sampler time, FLOPs and the machine's matmul rate, one run.
+
+  python benchmarks/step_time.py --config=experiments/configs/cifar10_synth.py --batch=16 \
+      --langevin_steps=50 --variants=release,fast,bf16 --json=/tmp/step_time.json
+
+Variants (each a set of config.perf options, measured in the same process, same data):
+  release  G(Z) recomputed in every Langevin step (the authors' release), float32
+  fast     G(Z) once per chain (the default), float32
+  bf16     fast + mixed_bfloat16 (states, energies, losses, bank float32)
+  xla      fast + XLA-compiled Langevin chain
+Input is a fixed random batch (no dataset needed), so only the model's work is timed.
+"""
+import copy
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+from ml_collections import config_flags  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from tf_hat_ebm import flops  # noqa: E402
+from tf_hat_ebm import run_lib  # noqa: E402
+from tf_hat_ebm.trainer import Trainer  # noqa: E402
+import tpu_utils  # noqa: E402
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+config_flags.DEFINE_config_file(
+    'config', os.path.join(_ROOT, 'experiments', 'configs', 'cifar10_synth.py'),
+    'Experiment config.', lock_config=True)
+flags.DEFINE_integer('batch', 16, 'Global batch size.')
+flags.DEFINE_integer('langevin_steps', 50, 'Langevin steps K per training step.')
+flags.DEFINE_list('variants', ['release', 'fast', 'bf16'], 'Variants to time.')
+flags.DEFINE_integer('repeats', 3, 'Measurements per variant (after one warm-up).')
+flags.DEFINE_integer('steps_per_measure', 1, 'Training steps per measurement (one host call).')
+flags.DEFINE_integer('matmul_size', 2048, 'Square matmul size for the reference rate.')
+flags.DEFINE_string('json', None, 'Also write the results here.')
+flags.DEFINE_string('tpu', None, 'TPU name or "local".')
+FLAGS = flags.FLAGS
+
+VARIANTS = {
+    'release': dict(recompute_generator=True, precision='float32', jit_sampler=False),
+    'fast': dict(recompute_generator=False, precision='float32', jit_sampler=False),
+    'bf16': dict(recompute_generator=False, precision='mixed_bfloat16', jit_sampler=False),
+    'xla': dict(recompute_generator=False, precision='float32', jit_sampler=True),
+}
+
+
+def matmul_rate(dtype, n, repeats=5):
+  """GFLOP/s of an n x n matmul in dtype on the default device."""
+  a = tf.cast(tf.random.normal([n, n]), dtype)
+  fn = tf.function(lambda a: tf.reduce_sum(tf.cast(tf.matmul(a, a), tf.float32)))
+  fn(a).numpy()
+  start = time.perf_counter()
+  for _ in range(repeats):
+    fn(a).numpy()
+  return 2 * n**3 * repeats / (time.perf_counter() - start) / 1e9
+
+
+def timed(fn, repeats):
+  fn()  # warm-up: tracing and first run
+  times = []
+  for _ in range(repeats):
+    start = time.perf_counter()
+    fn()
+    times.append(time.perf_counter() - start)
+  return times
+
+
+def measure_variant(base, name, strategy, repeats, steps_per_measure):
+  config = copy.deepcopy(base)
+  config.unlock()
+  config.perf.update(VARIANTS[name])
+  config.training.bank_size = max(config.training.batch_size * 2, 256)
+  task = run_lib.task_class(config)(config, strategy)
+  workdir = tempfile.mkdtemp()
+  trainer = Trainer(task, config, workdir, strategy, verbose=False)
+  task.initialize()
+  shape = (config.data.image_size, config.data.image_size, config.data.channels)
+  batch = tf.random.uniform([config.training.batch_size, *shape], -1, 1, seed=0)
+  dataset = strategy.distribute_datasets_from_function(
+      lambda ctx: tf.data.Dataset.from_tensors(
+          batch[:ctx.get_per_replica_batch_size(config.training.batch_size)]).repeat())
+  iterator = iter(dataset)
+  loop = trainer._make_train_loop()  # pylint: disable=protected-access
+  n = tf.constant(steps_per_measure)
+  step_times = [t / steps_per_measure
+                for t in timed(lambda: {k: v.numpy() for k, v in loop(iterator, n).items()},
+                               repeats)]
+
+  per_replica = config.training.batch_size // strategy.num_replicas_in_sync
+  latent = tf.random.normal([per_replica, *task.generator.latent_shape])
+
+  @tf.function
+  def sample():
+    return strategy.run(lambda: task._sampler(task.generator(latent), latent)[0])  # pylint: disable=protected-access
+
+  sampler_times = timed(lambda: strategy.experimental_local_results(sample())[0].numpy(), repeats)
+  h = flops.forward_flops(task.hat, [1, *shape]) if name != 'bf16' else None
+  g = flops.forward_flops(task.generator, [1, *task.generator.latent_shape]) if h else None
+  return dict(variant=name, step_times=step_times, sampler_times=sampler_times,
+              hat_flops=h, gen_flops=g, K=config.langevin.steps,
+              batch=config.training.batch_size)
+
+
+def main(argv):
+  del argv
+  base = FLAGS.config
+  base.unlock()
+  base.training.batch_size = FLAGS.batch
+  base.langevin.steps = FLAGS.langevin_steps
+  strategy = tpu_utils.make_strategy(FLAGS.tpu)
+  rates = {'float32': matmul_rate(tf.float32, FLAGS.matmul_size),
+           'bfloat16': matmul_rate(tf.bfloat16, FLAGS.matmul_size)}
+  results = [measure_variant(base, v, strategy, FLAGS.repeats, FLAGS.steps_per_measure)
+             for v in FLAGS.variants]
+  h = next(r['hat_flops'] for r in results if r['hat_flops'])
+  g = next(r['gen_flops'] for r in results if r['gen_flops'])
+  needed = flops.synthesis_step_flops(h, g, FLAGS.batch, FLAGS.langevin_steps)
+  needed_sampler = flops.sampler_flops(h, g, FLAGS.batch, FLAGS.langevin_steps)
+  baseline = next((statistics.median(r['step_times']) for r in results
+                   if r['variant'] == 'release'), None)
+  rows = []
+  for r in results:
+    step = statistics.median(r['step_times'])
+    sampler = statistics.median(r['sampler_times'])
+    peak = rates['bfloat16' if r['variant'] == 'bf16' else 'float32']
+    rows.append(dict(
+        variant=r['variant'], s_per_step=step, step_min=min(r['step_times']),
+        step_max=max(r['step_times']), sampler_s=sampler,
+        image_langevin_steps_per_s=FLAGS.batch * FLAGS.langevin_steps / step,
+        needed_gflop_per_step=needed / 1e9,
+        achieved_gflops=needed / step / 1e9, sampler_gflops=needed_sampler / sampler / 1e9,
+        fraction_of_matmul_rate=needed / step / 1e9 / peak,
+        speedup_vs_release=(baseline / step) if baseline else None))
+  out = dict(config=base.name, batch=FLAGS.batch, langevin_steps=FLAGS.langevin_steps,
+             device=(tf.config.list_logical_devices()[-1].device_type), matmul_gflops=rates,
+             hat_forward_flops_per_image=h, generator_forward_flops_per_image=g, rows=rows)
+  header = (f'{"variant":8} {"s/step":>8} {"range":>15} {"sampler s":>9} {"img*K/s":>8} '
+            f'{"GFLOP/s":>8} {"of peak":>7} {"speedup":>7}')
+  print(f'\n{base.name}: batch {FLAGS.batch}, K {FLAGS.langevin_steps}, '
+        f'needed {needed / 1e12:.2f} TFLOP/step; matmul f32 {rates["float32"]:.0f} GFLOP/s, '
+        f'bf16 {rates["bfloat16"]:.0f} GFLOP/s')
+  print(header)
+  for r in rows:
+    speed = f'{r["speedup_vs_release"]:.2f}x' if r['speedup_vs_release'] else '-'
+    print(f'{r["variant"]:8} {r["s_per_step"]:8.3f} {r["step_min"]:7.3f}-{r["step_max"]:<7.3f} '
+          f'{r["sampler_s"]:9.3f} {r["image_langevin_steps_per_s"]:8.1f} '
+          f'{r["achieved_gflops"]:8.1f} {r["fraction_of_matmul_rate"]:7.2f} {speed:>7}')
+  print(json.dumps(out))
+  if FLAGS.json:
+    with open(FLAGS.json, 'w') as f:
+      json.dump(out, f, indent=2)
+
+
+if __name__ == '__main__':
+  sys.exit(app.run(main))
