@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402

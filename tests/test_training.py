@@ -139,3 +139,32 @@ def test_script_rejects_unknown_dataset_in_one_line(tmp_path):
   assert result.stderr.strip().splitlines()[-1] == (
       "error: unknown dataset 'cifar11'; known datasets: digits, cifar10, cifar100, "
       'svhn_cropped, celeb_a, imagenet2012')
+
+
+def test_workdir_of_another_config_is_refused_and_left_intact(tmp_path):
+  strategy = tf.distribute.get_strategy()
+  config = tiny_config()
+  Trainer(SynthesisTask(config, strategy), config, str(tmp_path), strategy,
+          verbose=False).train(2)
+  files = sorted(os.listdir(tmp_path / 'checkpoints'))
+  other = tiny_config(**{'model.hat_width': 16})
+  with pytest.raises(ValueError, match=r'different config \(model: .*--allow_config_change'):
+    Trainer(SynthesisTask(other, strategy), other, str(tmp_path), strategy,
+            verbose=False).train(4)
+  assert sorted(os.listdir(tmp_path / 'checkpoints')) == files
+  # a longer run of the same config resumes
+  longer = tiny_config(**{'training.num_steps': 4})
+  trainer = Trainer(SynthesisTask(longer, strategy), longer, str(tmp_path), strategy,
+                    verbose=False)
+  trainer.train()
+  assert int(trainer.step.numpy()) == 4
+
+
+def test_unwritable_workdir_is_a_clear_error(tmp_path):
+  blocker = tmp_path / 'file'
+  blocker.write_text('not a directory')
+  strategy = tf.distribute.get_strategy()
+  config = tiny_config()
+  with pytest.raises(PermissionError, match='cannot create workdir'):
+    Trainer(SynthesisTask(config, strategy), config, str(blocker / 'run'), strategy,
+            verbose=False).train(2)

@@ -29,10 +29,12 @@ def validate(config):
     raise ValueError('digits has 1 channel; set --config.data.channels=1')
 
 
-def train(task_cls, config, workdir, strategy, num_steps=None, verbose=True):
+def train(task_cls, config, workdir, strategy, num_steps=None, verbose=True,
+          allow_config_change=False):
   validate(config)
   task = task_cls(config, strategy)
-  trainer = Trainer(task, config, workdir, strategy, verbose=verbose)
+  trainer = Trainer(task, config, workdir, strategy, verbose=verbose,
+                    allow_config_change=allow_config_change)
   return trainer, trainer.train(num_steps)
 
 

@@ -28,9 +28,9 @@ class DivergenceError(RuntimeError):
 
 class Trainer:
 
-  def __init__(self, task, config, workdir, strategy, verbose=True):
+  def __init__(self, task, config, workdir, strategy, verbose=True, allow_config_change=False):
     self.task, self.config, self.workdir, self.strategy = task, config, workdir, strategy
-    self.verbose = verbose
+    self.verbose, self.allow_config_change = verbose, allow_config_change
     self.ckpt_dir = os.path.join(workdir, 'checkpoints')
     self.sample_dir = os.path.join(workdir, 'samples')
     with strategy.scope():
@@ -58,11 +58,28 @@ class Trainer:
     return False
 
   def _save_config(self):
-    tf.io.gfile.makedirs(self.workdir)
+    """Writes config.json; refuses a workdir made by a config with other networks or data."""
+    try:
+      tf.io.gfile.makedirs(self.workdir)
+    except tf.errors.OpError as e:
+      raise PermissionError(f'cannot create workdir {self.workdir}: {e.message}') from e
     path = os.path.join(self.workdir, 'config.json')
-    if not tf.io.gfile.exists(path):
-      with tf.io.gfile.GFile(path, 'w') as f:
+    if tf.io.gfile.exists(path) and self.manager.latest_checkpoint:
+      with tf.io.gfile.GFile(path) as f:
+        previous = json.load(f)
+      current = json.loads(self.config.to_json_best_effort())
+      changed = [f'{k}: {_lookup(previous, k)!r} -> {_lookup(current, k)!r}'
+                 for k in STRUCTURAL_KEYS if _lookup(previous, k) != _lookup(current, k)]
+      if changed and not self.allow_config_change:
+        raise ValueError(f'workdir {self.workdir} was made by a different config '
+                         f'({"; ".join(changed)}); use a new --workdir, or '
+                         '--allow_config_change to resume anyway')
+    try:
+      with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
         f.write(self.config.to_json_best_effort(indent=2))
+      tf.io.gfile.rename(path + '.tmp', path, overwrite=True)
+    except tf.errors.OpError as e:
+      raise PermissionError(f'cannot write to workdir {self.workdir}: {e.message}') from e
 
   # ---- input ---------------------------------------------------------------------------------
   def _iterator(self):
@@ -174,6 +191,19 @@ class Trainer:
   def _log(self, msg):
     if self.verbose:
       print(msg, flush=True)
+
+
+# Config fields that decide the shapes in a checkpoint, or what the run means: a workdir made with
+# other values is not resumed (other fields, e.g. num_steps or logging, may change on resume).
+STRUCTURAL_KEYS = ('experiment', 'data.name', 'data.image_size', 'data.channels', 'model',
+                   'training.batch_size', 'training.bank_size', 'training.generator_update',
+                   'langevin.temperature')
+
+
+def _lookup(tree, dotted):
+  for key in dotted.split('.'):
+    tree = tree.get(key) if isinstance(tree, dict) else None
+  return tree
 
 
 def _due(step, every):
