@@ -119,9 +119,12 @@ class Trainer:
     t = self.config.training
     end = int(num_steps or t.num_steps)
     self._save_config()
+    iterator = self._iterator()
+    if t.checkpoint_data_iterator:
+      # The input position is part of the state: a resumed run reads the batches it would have.
+      self.checkpoint.data_iterator = iterator
     self.restore_or_initialize()
     writer = tf.summary.create_file_writer(os.path.join(self.workdir, 'tensorboard'))
-    iterator = self._iterator()
     train_loop = self._make_train_loop()
     step = int(self.step.numpy())
     progbar = tf.keras.utils.Progbar(end, stateful_metrics=list(self.task.metric_names) +

@@ -16,6 +16,7 @@ def get_config():
   config.langevin.temperature = 1e-8
   config.training.batch_size = 128
   config.training.num_steps = 300_000
+  config.training.checkpoint_data_iterator = False  # a 10,000-image shuffle buffer is 2 GB
   config.optim.hat_lr = 1e-4
   config.optim.gen_lr = 5e-5
   config.optim.hat_clip_norm = 50.0
