@@ -66,6 +66,11 @@ def base_config():
   # Save the input pipeline's position (and shuffle buffer) in checkpoints, for exact resume.
   # Costs shuffle_buffer images per checkpoint: off for ImageNet.
   training.checkpoint_data_iterator = True
+  # On a non-finite loss: stop (default), or roll back to the last good checkpoint with both
+  # learning rates multiplied by rollback_lr_factor, at most max_rollbacks times.
+  training.rollback_on_divergence = False
+  training.rollback_lr_factor = 0.5
+  training.max_rollbacks = 3
 
   config.optim = optim = ml_collections.ConfigDict()
   optim.hat_lr = 1e-4

@@ -46,10 +46,12 @@ class SynthesisTask:
       self.hat, self.generator = nets.with_precision(precision, lambda: (
           nets.make_hat(config.model, data.image_size, data.channels),
           nets.make_generator(config.model, data.image_size, data.channels)))
+      # One factor on both learning rates; a divergence rollback lowers it (trainer.py).
+      self.lr_scale = tf.Variable(1.0, trainable=False, name='lr_scale')
       self.hat_opt = optim.make_adam(config.optim, config.optim.hat_lr,
-                                     self.hat.trainable_variables)
+                                     self.hat.trainable_variables, self.lr_scale)
       self.gen_opt = optim.make_adam(config.optim, config.optim.gen_lr,
-                                     self.generator.trainable_variables)
+                                     self.generator.trainable_variables, self.lr_scale)
       self.rng = tf.random.Generator.from_seed(config.seed)
       self.grid_rng = tf.random.Generator.from_seed(config.seed + 1)
       self.bank = (bank_lib.Bank(bank_size, self.generator.latent_shape, self.image_shape)
@@ -58,7 +60,7 @@ class SynthesisTask:
   # ---- state ---------------------------------------------------------------------------------
   def checkpoint_items(self):
     items = dict(hat=self.hat, generator=self.generator, hat_optimizer=self.hat_opt,
-                 gen_optimizer=self.gen_opt, rng=self.rng)
+                 gen_optimizer=self.gen_opt, rng=self.rng, lr_scale=self.lr_scale)
     if self.bank is not None:
       items.update(self.bank.checkpoint_items(self.strategy))
     return items

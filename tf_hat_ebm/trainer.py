@@ -41,6 +41,7 @@ class Trainer:
         self.checkpoint, self.ckpt_dir, max_to_keep=config.training.keep_checkpoints,
         step_counter=self.step)
     self._stop_requested = False
+    self._rollbacks = 0
 
   # ---- state ---------------------------------------------------------------------------------
   def restore_or_initialize(self):
@@ -140,7 +141,13 @@ class Trainer:
         metrics = {k: float(v) for k, v in train_loop(iterator, tf.constant(n)).items()}
         rate = n / max(time.time() - start, 1e-9)
         step = int(self.step.numpy())
-        self._check_finite(metrics, step)
+        try:
+          self._check_finite(metrics, step)
+        except DivergenceError as e:
+          if not self._rollback(e):
+            raise
+          step = int(self.step.numpy())
+          continue
         if progbar is not None:
           progbar.update(step, [(k, metrics[k]) for k in ('energy_diff', 'gen_loss')
                                 if k in metrics] + [('steps/s', rate)])
@@ -173,6 +180,21 @@ class Trainer:
         image = images_lib.grid(imgs)
         tf.summary.image(name, image[None], step=step)
         images_lib.write_png(os.path.join(self.sample_dir, f'{name}_{step:07d}.png'), image)
+
+  def _rollback(self, error):
+    """Restores the last good checkpoint and lowers the learning rates; False if it may not."""
+    t = self.config.training
+    latest = self.manager.latest_checkpoint
+    if (not t.rollback_on_divergence or latest is None or
+        self._rollbacks >= t.max_rollbacks or not hasattr(self.task, 'lr_scale')):
+      return False
+    self._rollbacks += 1
+    self.checkpoint.restore(latest).assert_existing_objects_matched()
+    self.task.lr_scale.assign(self.task.lr_scale * t.rollback_lr_factor)
+    self._log(f'\n{error}\nRolled back to {latest} (step {int(self.step.numpy())}); '
+              f'learning rates x{float(self.task.lr_scale.numpy()):g} '
+              f'(rollback {self._rollbacks} of {t.max_rollbacks}).')
+    return True
 
   def _check_finite(self, metrics, step):
     bad = sorted(k for k, v in metrics.items() if not np.isfinite(v))
