@@ -23,8 +23,8 @@ def variables_of(item):
 
 
 def snapshot(task):
-  return {k: [w.numpy().copy() for w in variables_of(v)]
-          for k, v in task.checkpoint_items().items()}
+  items = {**task.checkpoint_items(), **task.local_checkpoint_items()}
+  return {k: [w.numpy().copy() for w in variables_of(v)] for k, v in items.items()}
 
 
 def test_two_replica_training_changes_bank_and_stays_finite(two_replicas, tmp_path):

@@ -59,11 +59,13 @@ class SynthesisTask:
 
   # ---- state ---------------------------------------------------------------------------------
   def checkpoint_items(self):
-    items = dict(hat=self.hat, generator=self.generator, hat_optimizer=self.hat_opt,
-                 gen_optimizer=self.gen_opt, rng=self.rng, lr_scale=self.lr_scale)
-    if self.bank is not None:
-      items.update(self.bank.checkpoint_items(self.strategy))
-    return items
+    """Replicated state: networks, optimizers, RNG, learning-rate scale."""
+    return dict(hat=self.hat, generator=self.generator, hat_optimizer=self.hat_opt,
+                gen_optimizer=self.gen_opt, rng=self.rng, lr_scale=self.lr_scale)
+
+  def local_checkpoint_items(self):
+    """Replica-local state: each replica's part of the bank."""
+    return self.bank.checkpoint_items(self.strategy) if self.bank is not None else {}
 
   def initialize(self):
     """Fresh start: the bank holds Z ~ N(0, I), X = G(Z; phi_0)."""

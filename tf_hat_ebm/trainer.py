@@ -36,27 +36,64 @@ class Trainer:
     with strategy.scope():
       self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name='step',
                               aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-    self.checkpoint = tf.train.Checkpoint(step=self.step, **task.checkpoint_items())
-    self.manager = tf.train.CheckpointManager(
-        self.checkpoint, self.ckpt_dir, max_to_keep=config.training.keep_checkpoints,
-        step_counter=self.step)
+    self.num_workers, self.worker_index, self.is_chief = worker_info(strategy)
+    keep = config.training.keep_checkpoints
+    local_items = task.local_checkpoint_items() if hasattr(task, 'local_checkpoint_items') else {}
+    if self.num_workers == 1:
+      # One checkpoint holds everything, replica-local parts (the bank) included.
+      self.checkpoint = tf.train.Checkpoint(step=self.step, **task.checkpoint_items(),
+                                            **local_items)
+      self.local_checkpoint = self.local_manager = None
+      write_dir = self.ckpt_dir
+    else:
+      # Multi-worker: the chief writes the replicated state to checkpoints/, the others to a
+      # temporary directory they delete (tf.distribute's convention). Replica-local state differs
+      # per worker, so every worker also keeps its own checkpoints/local/worker<i>/.
+      self.checkpoint = tf.train.Checkpoint(step=self.step, **task.checkpoint_items())
+      self.local_checkpoint = tf.train.Checkpoint(**local_items)
+      self.local_manager = tf.train.CheckpointManager(
+          self.local_checkpoint, os.path.join(self.ckpt_dir, 'local', f'worker{self.worker_index}'),
+          max_to_keep=keep, step_counter=self.step)
+      write_dir = (self.ckpt_dir if self.is_chief else
+                   os.path.join(self.ckpt_dir, f'.tmp_worker{self.worker_index}'))
+    self.manager = tf.train.CheckpointManager(self.checkpoint, write_dir, max_to_keep=keep,
+                                              step_counter=self.step)
     self._stop_requested = False
     self._rollbacks = 0
 
   # ---- state ---------------------------------------------------------------------------------
+  def latest_checkpoint(self):
+    return tf.train.latest_checkpoint(self.ckpt_dir)
+
   def restore_or_initialize(self):
     """Resumes from the latest checkpoint of the workdir, or initialises the task's state."""
-    latest = self.manager.latest_checkpoint
+    latest = self.latest_checkpoint()
     if latest:
-      try:
-        self.checkpoint.restore(latest).assert_existing_objects_matched()
-      except (tf.errors.OpError, AssertionError, ValueError) as e:
-        raise ValueError(f'cannot restore checkpoint {latest}: '
-                         f'{str(e).strip().splitlines()[0]}') from e
+      self._restore(latest)
       self._log(f'Resumed from {latest} at step {int(self.step.numpy())}.')
       return True
     self.task.initialize()
     return False
+
+  def _restore(self, path):
+    try:
+      self.checkpoint.restore(path).assert_existing_objects_matched()
+      if self.local_checkpoint is not None:
+        local = os.path.join(self.local_manager.directory, os.path.basename(path))
+        if not tf.io.gfile.exists(local + '.index'):
+          raise ValueError(f'replica-local state {local} of this worker is missing')
+        self.local_checkpoint.restore(local).assert_existing_objects_matched()
+    except (tf.errors.OpError, AssertionError, ValueError) as e:
+      raise ValueError(f'cannot restore checkpoint {path}: '
+                       f'{str(e).strip().splitlines()[0]}') from e
+
+  def save(self, step):
+    """Writes a checkpoint of the current (finite) state at `step`, on every worker."""
+    if self.local_manager is not None:
+      self.local_manager.save(checkpoint_number=step)
+    self.manager.save(checkpoint_number=step)
+    if not self.is_chief:
+      tf.io.gfile.rmtree(self.manager.directory)
 
   def _save_config(self):
     """Writes config.json; refuses a workdir made by a config with other networks or data."""
@@ -65,7 +102,7 @@ class Trainer:
     except tf.errors.OpError as e:
       raise PermissionError(f'cannot create workdir {self.workdir}: {e.message}') from e
     path = os.path.join(self.workdir, 'config.json')
-    if tf.io.gfile.exists(path) and self.manager.latest_checkpoint:
+    if tf.io.gfile.exists(path) and self.latest_checkpoint():
       with tf.io.gfile.GFile(path) as f:
         previous = json.load(f)
       current = json.loads(self.config.to_json_best_effort())
@@ -75,6 +112,8 @@ class Trainer:
         raise ValueError(f'workdir {self.workdir} was made by a different config '
                          f'({"; ".join(changed)}); use a new --workdir, or '
                          '--allow_config_change to resume anyway')
+    if not self.is_chief:
+      return
     try:
       with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
         f.write(self.config.to_json_best_effort(indent=2))
@@ -123,13 +162,15 @@ class Trainer:
     iterator = self._iterator()
     if t.checkpoint_data_iterator:
       # The input position is part of the state: a resumed run reads the batches it would have.
-      self.checkpoint.data_iterator = iterator
+      # Each worker reads its own shard, so with several workers it is worker-local state.
+      (self.local_checkpoint or self.checkpoint).data_iterator = iterator
     self.restore_or_initialize()
-    writer = tf.summary.create_file_writer(os.path.join(self.workdir, 'tensorboard'))
+    writer = (tf.summary.create_file_writer(os.path.join(self.workdir, 'tensorboard'))
+              if self.is_chief else tf.summary.create_noop_writer())
     train_loop = self._make_train_loop()
     step = int(self.step.numpy())
     progbar = tf.keras.utils.Progbar(end, stateful_metrics=list(self.task.metric_names) +
-                                     ['steps/s']) if self.verbose else None
+                                     ['steps/s']) if self.verbose and self.is_chief else None
     if progbar is not None and step:
       progbar.update(step)
     metrics = {}
@@ -158,9 +199,9 @@ class Trainer:
         if _due(step, t.sample_every) or step == end:
           self.write_grids(writer, step)
         if _due(step, t.checkpoint_every) or step == end:
-          self.manager.save(checkpoint_number=step)
+          self.save(step)
       if self._stop_requested and step < end:
-        self.manager.save(checkpoint_number=step)
+        self.save(step)
         self._log(f'\nStopped by SIGTERM at step {step}; checkpoint written.')
     finally:
       restore_handler()
@@ -175,6 +216,8 @@ class Trainer:
     panels = {'samples': images_lib.to_uint8(grids['x']),
               'generator': images_lib.to_uint8(grids['g_z']),
               'residual_x5': images_lib.to_uint8(grids['y'], magnify=5.0)}
+    if not self.is_chief:
+      return
     with writer.as_default(step=step):
       for name, imgs in panels.items():
         image = images_lib.grid(imgs)
@@ -184,12 +227,12 @@ class Trainer:
   def _rollback(self, error):
     """Restores the last good checkpoint and lowers the learning rates; False if it may not."""
     t = self.config.training
-    latest = self.manager.latest_checkpoint
+    latest = self.latest_checkpoint()
     if (not t.rollback_on_divergence or latest is None or
         self._rollbacks >= t.max_rollbacks or not hasattr(self.task, 'lr_scale')):
       return False
     self._rollbacks += 1
-    self.checkpoint.restore(latest).assert_existing_objects_matched()
+    self._restore(latest)
     self.task.lr_scale.assign(self.task.lr_scale * t.rollback_lr_factor)
     self._log(f'\n{error}\nRolled back to {latest} (step {int(self.step.numpy())}); '
               f'learning rates x{float(self.task.lr_scale.numpy()):g} '
@@ -201,7 +244,7 @@ class Trainer:
     if bad:
       raise DivergenceError(
           f'non-finite {", ".join(bad)} at step {step}; nothing of this state was saved; '
-          f'last good checkpoint: {self.manager.latest_checkpoint or "none"}')
+          f'last good checkpoint: {self.latest_checkpoint() or "none"}')
 
   def _install_sigterm_handler(self):
     if threading.current_thread() is not threading.main_thread():
@@ -216,6 +259,21 @@ class Trainer:
   def _log(self, msg):
     if self.verbose:
       print(msg, flush=True)
+
+
+def worker_info(strategy):
+  """(number of workers, this worker's index, is chief) of a strategy; (1, 0, True) if local."""
+  resolver = getattr(strategy, 'cluster_resolver', None)
+  if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
+    return 1, 0, True
+  spec = resolver.cluster_spec().as_dict()
+  workers, chiefs = len(spec.get('worker', [])), len(spec.get('chief', []))
+  if workers + chiefs <= 1:
+    return 1, 0, True
+  task_type, task_id = resolver.task_type, int(resolver.task_id or 0)
+  is_chief = task_type == 'chief' or (task_type == 'worker' and task_id == 0 and not chiefs)
+  index = task_id + (chiefs if task_type == 'worker' else 0)
+  return workers + chiefs, index, is_chief
 
 
 # Config fields that decide the shapes in a checkpoint, or what the run means: a workdir made with

@@ -2,6 +2,9 @@
 
 --tpu NAME|local -> TPUStrategy; several GPUs -> MirroredStrategy; otherwise the default strategy.
 """
+import json
+import os
+
 import tensorflow as tf
 
 
@@ -16,8 +19,25 @@ def use_logical_cpus(num):
   return [f'/cpu:{i}' for i in range(num)]
 
 
+def multi_worker_cluster():
+  """The TF_CONFIG cluster when it names more than one task, else None."""
+  raw = os.environ.get('TF_CONFIG')
+  if not raw:
+    return None
+  try:
+    cluster = json.loads(raw).get('cluster', {})
+  except ValueError as e:
+    raise ValueError(f'TF_CONFIG is not valid JSON: {e}') from e
+  return cluster if sum(len(v) for v in cluster.values()) > 1 else None
+
+
 def make_strategy(tpu=None, devices=None):
-  """The strategy for a run. `devices` forces a MirroredStrategy over those devices."""
+  """The strategy for a run. `devices` forces a MirroredStrategy over those devices.
+
+  --tpu -> TPUStrategy (pods included: each host feeds its own replicas through the input
+  context); TF_CONFIG with several tasks -> MultiWorkerMirroredStrategy; several local GPUs ->
+  MirroredStrategy; one GPU -> OneDeviceStrategy; else the default strategy.
+  """
   if tpu:
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
         tpu='' if tpu == 'local' else tpu)
@@ -26,6 +46,8 @@ def make_strategy(tpu=None, devices=None):
     return tf.distribute.TPUStrategy(resolver)
   if devices:
     return tf.distribute.MirroredStrategy(devices)
+  if multi_worker_cluster():
+    return tf.distribute.MultiWorkerMirroredStrategy()
   gpus = tf.config.list_logical_devices('GPU')
   if len(gpus) > 1:
     return tf.distribute.MirroredStrategy()
