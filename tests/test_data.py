@@ -28,8 +28,10 @@ def test_digits_train_dataset_is_batched_and_resized():
   batch = next(iter(ds))
   assert batch.shape == (32, 16, 16, 1) and batch.dtype == tf.float32
   assert float(tf.reduce_min(batch)) >= -1.0 and float(tf.reduce_max(batch)) <= 1.0
-  # nearest-neighbour upscaling: every 2x2 block is constant
   b = batch.numpy()
+  assert not np.array_equal(b[:, ::2, ::2], b[:, 1::2, 1::2])  # bilinear (the default): smooth
+  cfg.resize_method = 'nearest'  # nearest-neighbour upscaling: every 2x2 block is constant
+  b = next(iter(data.train_dataset(cfg, 32))).numpy()
   np.testing.assert_array_equal(b[:, ::2, ::2], b[:, 1::2, 1::2])
 
 
