@@ -1,0 +1,123 @@
+r"""Kill/resume drill: SIGKILL a training run at random moments, restart it, check every resume.
+
+  python benchmarks/fault_drill.py --cycles=10 --workdir=/tmp/drill
+
+Each cycle starts `experiments/train_synthesis.py` on the workdir and, once it has written a new
+checkpoint, kills it with SIGKILL after a random delay (sometimes in the middle of the next write), then checks that the latest
+checkpoint loads, and records how many steps the kill cost (last step reached - step resumed from).
+Prints cycles survived, steps lost per cycle, and any checkpoint that failed to load.
+"""
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from absl import app
+from absl import flags
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, 'experiments', 'train_synthesis.py')
+
+flags.DEFINE_integer('cycles', 10, 'Kill/resume cycles.')
+flags.DEFINE_string('workdir', '/tmp/fault_drill', 'Run directory (emptied first).')
+flags.DEFINE_float('min_delay', 0.0, 'Shortest time after a new checkpoint before a kill (s).')
+flags.DEFINE_float('max_delay', 20.0, 'Longest time after a new checkpoint before a kill (s).')
+flags.DEFINE_integer('seed', 0, 'Seed of the kill times.')
+flags.DEFINE_multi_string('arg', [], 'Extra arguments for the training script.')
+FLAGS = flags.FLAGS
+
+_STEP = re.compile(r'(\d+)/\d+ \[')
+
+
+def last_step(output):
+  steps = [int(m) for m in _STEP.findall(output)]
+  return steps[-1] if steps else None
+
+
+def checkpoint_step(workdir):
+  """Latest checkpoint step, after checking that it loads; raises if it does not."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  latest = tf.train.latest_checkpoint(os.path.join(workdir, 'checkpoints'))
+  if latest is None:
+    return 0
+  reader = tf.train.load_checkpoint(latest)
+  for name in reader.get_variable_to_shape_map():
+    if 'data_iterator' not in name:
+      reader.get_tensor(name)  # raises on a truncated or corrupt file
+  return int(reader.get_tensor('step/.ATTRIBUTES/VARIABLE_VALUE'))
+
+
+def run_until(workdir, args, delay, sig, wait_for_checkpoint=True, timeout=600):
+  """Starts training; once it has written a new checkpoint (so that each cycle makes progress
+  whatever the machine's speed), waits `delay` seconds more and sends `sig`.
+  Returns (output, exit code)."""
+  import tempfile  # pylint: disable=g-import-not-at-top
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', PYTHONUNBUFFERED='1')
+  ckpt_dir = os.path.join(workdir, 'checkpoints')
+  before = _latest_name(ckpt_dir)
+  with tempfile.TemporaryFile('w+') as log:  # a file, not a pipe: the child never blocks on it
+    proc = subprocess.Popen([sys.executable, SCRIPT, f'--workdir={workdir}', *args], env=env,
+                            stdout=log, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + timeout
+    while (wait_for_checkpoint and proc.poll() is None and time.time() < deadline and
+           _latest_name(ckpt_dir) == before):
+      time.sleep(0.05)
+    try:
+      proc.wait(timeout=delay)
+    except subprocess.TimeoutExpired:
+      proc.send_signal(sig)
+      proc.wait()
+    log.seek(0)
+    return log.read(), proc.returncode
+
+
+def _latest_name(ckpt_dir):
+  path = os.path.join(ckpt_dir, 'checkpoint')
+  try:
+    with open(path) as f:
+      return f.readline()
+  except OSError:
+    return None
+
+
+def drill(workdir, cycles, args, min_delay, max_delay, seed=0):
+  rng = random.Random(seed)
+  records, failures = [], []
+  for cycle in range(cycles):
+    before = checkpoint_step(workdir)
+    out, code = run_until(workdir, args, rng.uniform(min_delay, max_delay), signal.SIGKILL)
+    reached = last_step(out) or before
+    try:
+      resumed = checkpoint_step(workdir)
+    except Exception as e:  # pylint: disable=broad-except
+      failures.append(f'cycle {cycle}: {type(e).__name__}: {e}')
+      break
+    records.append(dict(cycle=cycle, started_at=before, reached=reached, checkpoint=resumed,
+                        steps_lost=max(reached - resumed, 0), exit_code=code))
+  return records, failures
+
+
+def main(argv):
+  del argv
+  if os.path.exists(FLAGS.workdir):
+    import shutil  # pylint: disable=g-import-not-at-top
+    shutil.rmtree(FLAGS.workdir)
+  start = time.time()
+  records, failures = drill(FLAGS.workdir, FLAGS.cycles, FLAGS.arg, FLAGS.min_delay,
+                            FLAGS.max_delay, FLAGS.seed)
+  for r in records:
+    print(f'cycle {r["cycle"]:2d}: steps {r["started_at"]} -> {r["reached"]}, killed, '
+          f'resumes at {r["checkpoint"]} (lost {r["steps_lost"]})')
+  lost = [r['steps_lost'] for r in records]
+  print(f'cycles survived: {len(records)}/{FLAGS.cycles}; steps lost per cycle: '
+        f'mean {sum(lost) / max(len(lost), 1):.1f}, max {max(lost, default=0)}; '
+        f'checkpoints failing to load: {len(failures)} {failures}; {time.time() - start:.0f} s')
+  print(json.dumps(dict(records=records, failures=failures)))
+
+
+if __name__ == '__main__':
+  app.run(main)
