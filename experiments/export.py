@@ -11,6 +11,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 from absl import app
 from absl import flags
+from absl import logging
 
 from tf_hat_ebm import checkpoints
 from tf_hat_ebm import export
@@ -27,6 +28,8 @@ FLAGS = flags.FLAGS
 def main(argv):
   del argv
 
+  logging.set_verbosity(logging.WARNING)  # SavedModel writing logs renamed inputs at INFO
+
   def run():
     loaded = checkpoints.load_run(FLAGS.workdir)
     steps = [int(s) for s in FLAGS.path_steps] if FLAGS.path_steps else None
@@ -37,7 +40,7 @@ def main(argv):
     print(f'Exported step {loaded.step} of {FLAGS.workdir} to {output}\n'
           f'  sample(num_samples, seed): K={s.steps}, eps={s.step_size:g}, T={s.temperature:g}, '
           f'Y0 scale={s.init_scale:g}; images {module.expected_shape} in [-1, 1]\n'
-          f'  sample_path steps: {module._path_steps}\n'  # pylint: disable=protected-access
+          f'  sample_path steps: {list(module.path_steps.numpy())}\n'
           f'  energy(images): float32 {module.expected_shape} -> [N]')
 
   run_lib.main_guard(run)

@@ -27,6 +27,10 @@ def default_path_steps(num_steps, points=5):
   return sorted(set(int(round(s)) for s in np.linspace(0, num_steps, points)))
 
 
+def clip_images(x):
+  return tf.clip_by_value(x, -1.0, 1.0)
+
+
 class HatEBMModule(tf.Module):
   """Sampling chain and energy of a conditional Hat EBM (X = G(Z) + Y, Z fixed along the chain)."""
 
@@ -47,7 +51,7 @@ class HatEBMModule(tf.Module):
     if not steps or steps[0] < 0 or steps[-1] > settings.steps:
       raise ValueError(f'path steps must lie in 0..{settings.steps} (the sampling chain\'s K); '
                        f'got {steps}')
-    self._path_steps = steps
+    self._path_steps = tuple(steps)
     self.path_steps = tf.Variable(steps, dtype=tf.int32, trainable=False)
     # The chain's K, eps, T, ... for whoever loads the model (None saved as -1).
     self.chain_settings = {
@@ -78,10 +82,14 @@ class HatEBMModule(tf.Module):
   @tf.function(input_signature=[tf.TensorSpec([], tf.int32, name='num_samples'),
                                 tf.TensorSpec([], tf.int64, name='seed')])
   def sample(self, num_samples, seed):
-    """num_samples samples of the configured chain: images X, generator images G(Z), residuals Y."""
+    """num_samples samples of the configured chain.
+
+    images: X = G(Z) + Y clipped to [-1, 1] (G's 2 tanh range lets the sum overshoot);
+    generator_images G(Z) and residuals Y unclipped.
+    """
     g_z, y = self._start(num_samples, seed)
     y = self._run(g_z, y, self._settings.steps)
-    return {'images': g_z + y, 'generator_images': g_z, 'residuals': y}
+    return {'images': clip_images(g_z + y), 'generator_images': g_z, 'residuals': y}
 
   @tf.function(input_signature=[tf.TensorSpec([], tf.int32, name='num_samples'),
                                 tf.TensorSpec([], tf.int64, name='seed')])
@@ -94,7 +102,7 @@ class HatEBMModule(tf.Module):
       done = step
       ys.append(y)
     ys = tf.stack(ys)
-    return {'images': g_z[None] + ys, 'generator_images': g_z, 'residuals': ys,
+    return {'images': clip_images(g_z[None] + ys), 'generator_images': g_z, 'residuals': ys,
             'steps': tf.identity(self.path_steps)}
 
   # ---- energy --------------------------------------------------------------------------------

@@ -137,8 +137,9 @@ def sample_fids(module, feature_net, reference, num_samples, batch_size=250, run
     seen = 0
     for out in sample_batches(module, num_samples, batch_size, r * 1_000_003 + seed):
       x_acts.append(np.asarray(tfgan.eval.run_classifier_fn(out['images'], feature_net)))
-      g_acts.append(np.asarray(tfgan.eval.run_classifier_fn(out['generator_images'],
-                                                            feature_net)))
+      # G(Z) is scored as an image, clipped to [-1, 1] as the Hat EBM samples are.
+      g_images = tf.clip_by_value(out['generator_images'], -1.0, 1.0)
+      g_acts.append(np.asarray(tfgan.eval.run_classifier_fn(g_images, feature_net)))
       seen += len(x_acts[-1])
       if progbar is not None:
         progbar.update(seen)
