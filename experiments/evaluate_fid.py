@@ -1,6 +1,6 @@
 r"""FID of a trained Hat EBM: its samples, its generator alone, and the data's test split.
 
-  python experiments/evaluate_fid.py --workdir=workdir/digits_synth      # small-data FID (classifier)
+  python experiments/evaluate_fid.py --workdir=workdir/digits_synth    # small-data FID (classifier)
   python experiments/evaluate_fid.py --workdir=/data/runs/cifar10 --inception_path=/data/inception
 
 Samples come from the config's `sampling` chain (the release: K=125, T=1e-3, Y0 ~ 0.01 N(0, I))

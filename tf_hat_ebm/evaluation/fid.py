@@ -104,7 +104,8 @@ def data_activations(data_cfg, split, feature_net, cache_dir, batch_size=250, ve
       return np.load(io.BytesIO(f.read()))['activations']
   total = int(data_lib.images_dataset(data_cfg, split, training=False).cardinality())
   acts = activations(data_lib.eval_dataset(data_cfg, split, batch_size), feature_net,
-                     total=total if total >= 0 else None, label=f'features of {data_cfg.name} {split} split', verbose=verbose)
+                     total=total if total >= 0 else None,
+                     label=f'features of {data_cfg.name} {split} split', verbose=verbose)
   tf.io.gfile.makedirs(os.path.dirname(path))
   buffer = io.BytesIO()  # np.savez seeks: build the file in memory, then write it (GCS too)
   np.savez(buffer, activations=acts)

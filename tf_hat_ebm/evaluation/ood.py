@@ -5,7 +5,7 @@ CelebA). OOD sets are either tfds datasets, resized to the model's resolution, o
 offline for the embedded digits:
 
   inverted_digits   the test digits with pixel values negated (white background, dark strokes)
-  bilinear_digits   the test digits upscaled 8 -> size bilinearly instead of nearest (smooth strokes)
+  bilinear_digits   the test digits upscaled 8 -> size bilinearly, not nearest (smooth strokes)
   uniform_noise     pixels U(-1, 1)
   gaussian_noise    pixels N(0, 0.5^2), clipped to [-1, 1]
   natural_patches   random square crops (32 to 160 px) of scikit-learn's two bundled photos
@@ -83,7 +83,8 @@ def offline_set(name, data_cfg, num, seed=0):
     return np.clip(rng.normal(0, 0.5, shape), -1, 1).astype(np.float32)
   if name == 'natural_patches':
     return _natural_patches(num, size, channels, rng)
-  raise ValueError(f'unknown OOD set {name!r}; known: {", ".join(OFFLINE_OOD_SETS + TFDS_OOD_SETS)}')
+  known = ', '.join(OFFLINE_OOD_SETS + TFDS_OOD_SETS)
+  raise ValueError(f'unknown OOD set {name!r}; known: {known}')
 
 
 def tfds_set(name, data_cfg, num, batch_size):
