@@ -48,3 +48,15 @@ def config():
 @pytest.fixture
 def two_replicas():
   return tf.distribute.MirroredStrategy(TWO_CPUS)
+
+
+@pytest.fixture(scope='session')
+def trained_workdir(tmp_path_factory):
+  """A workdir of tiny_config trained for 2 steps (checkpoint, config.json), for the eval tests."""
+  from tf_hat_ebm.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
+  workdir = str(tmp_path_factory.mktemp('trained'))
+  config = tiny_config()
+  strategy = tf.distribute.get_strategy()
+  Trainer(SynthesisTask(config, strategy), config, workdir, strategy, verbose=False).train(2)
+  return workdir

@@ -1,0 +1,88 @@
+r"""FID of a trained Hat EBM: its samples, its generator alone, and the data's test split.
+
+  python experiments/evaluate_fid.py --workdir=workdir/digits_synth    # small-data FID (classifier)
+  python experiments/evaluate_fid.py --workdir=/data/runs/cifar10 --inception_path=/data/inception
+
+Samples come from the config's `sampling` chain (the release: K=125, T=1e-3, Y0 ~ 0.01 N(0, I))
+and are scored against the train split; --runs independent sample sets give mean +- std.
+The table is also written to <workdir>/fid.json.
+"""
+import os
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+import json  # noqa: E402
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from tf_hat_ebm import checkpoints  # noqa: E402
+from tf_hat_ebm import export  # noqa: E402
+from tf_hat_ebm import run_lib  # noqa: E402
+from tf_hat_ebm.evaluation import features  # noqa: E402
+from tf_hat_ebm.evaluation import fid  # noqa: E402
+
+flags.DEFINE_string('workdir', None, 'Workdir of a training run.', required=True)
+flags.DEFINE_integer('num_samples', None, 'Samples per run (default: 50,000 with Inception as in '
+                     'the paper, 5,000 with the classifier features).')
+flags.DEFINE_integer('runs', 3, 'Independent sample sets; FID is reported as mean +- std.')
+flags.DEFINE_integer('batch_size', 250, 'Sampling and feature batch size.')
+flags.DEFINE_enum('feature_net', None, ['inception', 'classifier'],
+                  'Feature network (default: classifier for digits, inception otherwise).')
+flags.DEFINE_string('inception_path', None, 'Local copy of the TF-GAN Inception (TF-Hub module '
+                    'directory); default: TF-Hub, honouring TFHUB_CACHE_DIR.')
+flags.DEFINE_string('feature_cache_dir', None, 'Where the feature classifier is cached '
+                    '(default: the workdir).')
+flags.DEFINE_integer('seed', 0, 'Seed of the first sample batch.')
+FLAGS = flags.FLAGS
+
+
+def evaluate():
+  run = checkpoints.load_run(FLAGS.workdir)
+  data_cfg = run.config.data
+  kind = FLAGS.feature_net or ('classifier' if data_cfg.name == 'digits' else 'inception')
+  if kind == 'inception':
+    net = fid.InceptionFeatures(FLAGS.inception_path)  # loaded once, used for every set
+  else:
+    net = features.classifier_features(data_cfg, FLAGS.feature_cache_dir or FLAGS.workdir)
+  num_samples = FLAGS.num_samples or (50_000 if kind == 'inception' else 5_000)
+  train = fid.data_activations(data_cfg, data_cfg.train_split, net, FLAGS.workdir,
+                               FLAGS.batch_size)
+  test = fid.data_activations(data_cfg, data_cfg.test_split, net, FLAGS.workdir,
+                              FLAGS.batch_size)
+  module = export.build_module(run)
+  fids = fid.sample_fids(module, net, train, num_samples, FLAGS.batch_size, FLAGS.runs,
+                         FLAGS.seed)
+  data_fid = fid.frechet_distance(train, test)
+
+  s = run.task.sampling_settings
+  rows = [(f'Hat EBM samples X = G(Z) + Y ({num_samples})', *fid.mean_std(fids['hat_ebm'])),
+          (f'generator alone G(Z) ({num_samples})', *fid.mean_std(fids['generator'])),
+          (f'data: {data_cfg.test_split} split ({len(test)})', data_fid, None)]
+  print(f'\nFID vs {data_cfg.name} {data_cfg.train_split} split ({len(train)} images), '
+        f'step {run.step} of {FLAGS.workdir}')
+  print(f'features: {net.description}; {FLAGS.runs} run(s); sampling chain K={s.steps}, '
+        f'eps={s.step_size:g}, T={s.temperature:g}, Y0 scale={s.init_scale:g}')
+  width = max(len(r[0]) for r in rows)
+  print(f'| {"samples".ljust(width)} | FID              |')
+  print(f'|{"-" * (width + 2)}|------------------|')
+  for name, mean, std in rows:
+    value = f'{mean:.2f}' if std is None else f'{mean:.2f} ± {std:.2f}'
+    print(f'| {name.ljust(width)} | {value.ljust(16)} |')
+  result = dict(step=run.step, feature_net=net.name, feature_description=net.description,
+                num_samples=num_samples, runs=FLAGS.runs, hat_ebm=fids['hat_ebm'],
+                generator=fids['generator'], data_test_vs_train=data_fid,
+                reference=f'{data_cfg.name}/{data_cfg.train_split}')
+  path = os.path.join(FLAGS.workdir, 'fid.json')
+  with tf.io.gfile.GFile(path, 'w') as f:
+    json.dump(result, f, indent=2)
+  print(f'written to {path}')
+
+
+def main(argv):
+  del argv
+  run_lib.main_guard(evaluate)
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,63 @@
+r"""Out-of-distribution detection by the energy H(x) (the paper's Table 3): AUROC per OOD set.
+
+  python experiments/evaluate_ood.py --workdir=workdir/digits_synth
+  python experiments/evaluate_ood.py --workdir=/data/runs/cifar10 --data_dir=/data/tfds
+
+In-distribution: the test split of the run's dataset. OOD sets: tfds svhn_cropped, cifar100,
+celeb_a (resized to the model's resolution), or for digits the offline sets of
+tf_hat_ebm/evaluation/ood.py. Higher energy = OOD. Also written to <workdir>/ood.json.
+"""
+import os
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+import json  # noqa: E402
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from tf_hat_ebm import checkpoints  # noqa: E402
+from tf_hat_ebm import export  # noqa: E402
+from tf_hat_ebm import run_lib  # noqa: E402
+from tf_hat_ebm.evaluation import ood  # noqa: E402
+
+flags.DEFINE_string('workdir', None, 'Workdir of a training run.', required=True)
+flags.DEFINE_list('sets', None, 'OOD sets (default: svhn_cropped, cifar100, celeb_a; for digits '
+                  f'{", ".join(ood.OFFLINE_OOD_SETS)}).')
+flags.DEFINE_integer('num', 10_000, 'Images per set at most.')
+flags.DEFINE_integer('batch_size', 250, 'Batch size.')
+flags.DEFINE_string('data_dir', None, 'tfds data_dir of the OOD sets (default: the config\'s).')
+FLAGS = flags.FLAGS
+
+
+def evaluate():
+  run = checkpoints.load_run(FLAGS.workdir)
+  data_cfg = run.config.data
+  if FLAGS.data_dir:
+    data_cfg.data_dir = FLAGS.data_dir
+  module = export.build_module(run)
+  names = FLAGS.sets or ood.default_sets(data_cfg)
+  result = ood.evaluate(lambda x: module.energy(x)['energy'], data_cfg, names, FLAGS.num,
+                        FLAGS.batch_size)
+  result['step'] = run.step
+  ind = result['in_distribution']
+  print(f'\nOOD detection by energy H(x), higher = OOD; step {run.step} of {FLAGS.workdir}')
+  print(f'in-distribution: {ind["name"]} ({ind["num"]} images, mean H {ind["mean_energy"]:.4g})')
+  width = max(len(n) for n in names + ['OOD set'])
+  print(f'| {"OOD set".ljust(width)} | AUROC | images | mean H     |')
+  print(f'|{"-" * (width + 2)}|-------|--------|------------|')
+  for name, r in result['sets'].items():
+    print(f'| {name.ljust(width)} | {r["auroc"]:.3f} | {r["num"]:6d} | {r["mean_energy"]:<10.4g} |')
+  path = os.path.join(FLAGS.workdir, 'ood.json')
+  with tf.io.gfile.GFile(path, 'w') as f:
+    json.dump(result, f, indent=2)
+  print(f'written to {path}')
+
+
+def main(argv):
+  del argv
+  run_lib.main_guard(evaluate)
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,71 @@
+r"""Samples of a trained Hat EBM as PNG grids and an .npz, and the Langevin-path figure.
+
+  python experiments/sample.py --workdir=workdir/digits_synth --num_samples=100
+  python experiments/sample.py --saved_model=exported/digits_synth --output=/tmp/samples
+
+Writes samples_NNN.png (X = G(Z) + Y), generator_NNN.png (G(Z)), residual_x5_NNN.png (Y x5),
+samples.npz (images, generator_images, residuals in [-1, 1]) and langevin_path.png (rows X, G(Z),
+Y x5 per chain, columns = chain steps), the figure also logged to TensorBoard.
+"""
+import os
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from tf_hat_ebm import checkpoints  # noqa: E402
+from tf_hat_ebm import export  # noqa: E402
+from tf_hat_ebm import run_lib  # noqa: E402
+from tf_hat_ebm import samples as samples_lib  # noqa: E402
+
+flags.DEFINE_string('workdir', None, 'Workdir of a training run (latest checkpoint).')
+flags.DEFINE_string('saved_model', None, 'Or: a SavedModel written by experiments/export.py.')
+flags.DEFINE_string('output', None, 'Output directory (default: <workdir>/generated or '
+                    '<saved_model>/../<name>_samples).')
+flags.DEFINE_integer('num_samples', 100, 'Number of samples.')
+flags.DEFINE_integer('seed', 0, 'Seed (batch b uses seed + b): the same seed gives the same files.')
+flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.')
+flags.DEFINE_integer('path_chains', 8, 'Chains in the Langevin-path figure.')
+flags.DEFINE_list('path_steps', None, 'Chain steps shown in the path figure (workdir only; a '
+                  'SavedModel has the steps chosen at export). Default: 5 evenly spaced in 0..K.')
+FLAGS = flags.FLAGS
+
+
+def sample():
+  if bool(FLAGS.workdir) == bool(FLAGS.saved_model):
+    raise ValueError('give exactly one of --workdir and --saved_model')
+  if FLAGS.workdir:
+    run = checkpoints.load_run(FLAGS.workdir)
+    steps = [int(s) for s in FLAGS.path_steps] if FLAGS.path_steps else None
+    model = export.build_module(run, path_steps=steps)
+    output = FLAGS.output or os.path.join(FLAGS.workdir, 'generated')
+    tensorboard, step, source = os.path.join(FLAGS.workdir, 'tensorboard'), run.step, (
+        f'step {run.step} of {FLAGS.workdir}')
+  else:
+    if not tf.io.gfile.exists(os.path.join(FLAGS.saved_model, 'saved_model.pb')):
+      raise ValueError(f'no SavedModel in {FLAGS.saved_model} (write one with '
+                       'experiments/export.py)')
+    if FLAGS.path_steps:
+      raise ValueError('--path_steps applies to --workdir; a SavedModel records its path steps '
+                       'at export (experiments/export.py --path_steps)')
+    model = tf.saved_model.load(FLAGS.saved_model)
+    output = FLAGS.output or os.path.normpath(FLAGS.saved_model) + '_samples'
+    tensorboard, step, source = os.path.join(output, 'tensorboard'), 0, FLAGS.saved_model
+  written, figure, steps = samples_lib.write_samples(
+      model, output, FLAGS.num_samples, FLAGS.seed, FLAGS.batch_size, FLAGS.path_chains,
+      tensorboard, step)
+  print(f'{FLAGS.num_samples} samples of {source} (seed {FLAGS.seed}) written to {output}:')
+  for path in written:
+    print(f'  {os.path.basename(path)}')
+  print(f'  langevin path: {FLAGS.path_chains} chains x rows {", ".join(samples_lib.PATH_ROWS)} '
+        f'at steps {steps}, {figure.shape[1]}x{figure.shape[0]} px; TensorBoard: {tensorboard}')
+
+
+def main(argv):
+  del argv
+  run_lib.main_guard(sample)
+
+
+if __name__ == '__main__':
+  app.run(main)

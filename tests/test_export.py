@@ -1,0 +1,103 @@
+"""SavedModel export: round trip in a process that imports no project code, input validation."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tf_hat_ebm import checkpoints
+from tf_hat_ebm import export
+
+from conftest import REPO
+
+# Runs in a fresh interpreter, outside the repository and without PYTHONPATH: TensorFlow and
+# tensorflow_hub only.
+LOADER = r'''
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_hub as hub
+path, images_file = sys.argv[1], sys.argv[2]
+images = np.load(images_file)
+out = {}
+for name, model in (('tf', tf.saved_model.load(path)), ('hub', hub.load(path))):
+  a = model.sample(num_samples=3, seed=7)['images'].numpy()
+  b = model.sample(num_samples=3, seed=7)['images'].numpy()
+  c = model.sample(num_samples=3, seed=8)['images'].numpy()
+  sig = model.signatures['sample'](num_samples=tf.constant(3), seed=tf.constant(7, tf.int64))
+  out[name] = dict(samples=a.tolist(), same_seed=bool(np.array_equal(a, b)),
+                   other_seed_differs=bool(not np.array_equal(a, c)),
+                   signature_same=bool(np.array_equal(a, sig['images'].numpy())),
+                   energy=model.energy(tf.constant(images))['energy'].numpy().tolist(),
+                   signature_energy=model.signatures['energy'](images=tf.constant(images))[
+                       'energy'].numpy().tolist())
+  errors = {}
+  for bad_name, bad in (('rank', images[0]), ('size', images[:, :8]),
+                        ('channels', np.repeat(images, 3, axis=-1)),
+                        ('dtype', images.astype(np.float64))):
+    try:
+      model.energy(tf.constant(bad))
+      errors[bad_name] = 'no error'
+    except Exception as e:  # pylint: disable=broad-except
+      errors[bad_name] = str(e)
+  out[name]['errors'] = errors
+out['project_imported'] = any(m.startswith('tf_hat_ebm') for m in sys.modules)
+print(json.dumps(out))
+'''
+
+
+@pytest.fixture(scope='module')
+def exported(trained_workdir, tmp_path_factory):
+  run = checkpoints.load_run(trained_workdir)
+  module = export.build_module(run)
+  path = str(tmp_path_factory.mktemp('export') / 'saved_model')
+  export.save(module, path)
+  return run, module, path
+
+
+def test_round_trip_in_a_process_without_project_code(exported, tmp_path):
+  run, module, path = exported
+  images = np.random.RandomState(0).uniform(-1, 1, [5, 16, 16, 1]).astype(np.float32)
+  np.save(tmp_path / 'images.npy', images)
+  env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+  env['TF_CPP_MIN_LOG_LEVEL'] = '3'
+  result = subprocess.run([sys.executable, '-c', LOADER, path, str(tmp_path / 'images.npy')],
+                          capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
+  out = json.loads(result.stdout.strip().splitlines()[-1])
+  assert not out['project_imported']
+  expected_energy = run.task.hat(images).numpy()
+  expected_samples = module.sample(3, 7)['images'].numpy()
+  for name in ('tf', 'hub'):
+    got = out[name]
+    np.testing.assert_allclose(got['energy'], expected_energy, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(got['signature_energy'], expected_energy, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(got['samples'], expected_samples, atol=1e-5)
+    assert got['same_seed'] and got['other_seed_differs'] and got['signature_same']
+    for kind, message in got['errors'].items():
+      assert 'float32 of shape [N, 16, 16, 1]' in message, (kind, message)
+    assert 'got dtype float64' in got['errors']['dtype']
+
+
+def test_samples_and_path_agree_in_process(exported):
+  _, module, _ = exported
+  x = module.sample(4, 3)
+  assert x['images'].shape == (4, 16, 16, 1)
+  np.testing.assert_allclose(x['images'], np.clip(x['generator_images'] + x['residuals'], -1, 1),
+                             atol=1e-6)
+  path = module.sample_path(4, 3)
+  assert list(path['steps'].numpy()) == [0, 1, 2]  # 5 even points of K=2, deduplicated
+  assert path['images'].shape == (3, 4, 16, 16, 1)
+  np.testing.assert_allclose(path['images'][-1], x['images'], atol=1e-5)  # segments = one chain
+  np.testing.assert_array_equal(path['residuals'][0], np.zeros([4, 16, 16, 1]))  # Y0 = 0
+
+
+def test_export_script_rejects_missing_checkpoint(tmp_path):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
+  result = subprocess.run([sys.executable, os.path.join(REPO, 'experiments', 'export.py'),
+                           f'--workdir={tmp_path}'], capture_output=True, text=True, env=env,
+                          timeout=300)
+  assert result.returncode == 1
+  assert result.stderr.strip().splitlines()[-1].startswith('error: no config.json in workdir')

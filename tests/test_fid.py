@@ -1,0 +1,111 @@
+"""FID: TF-GAN's distance against closed forms and SciPy, features, caching, the Inception error."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.linalg
+import tensorflow as tf
+
+from tf_hat_ebm import checkpoints
+from tf_hat_ebm import export
+from tf_hat_ebm.evaluation import features
+from tf_hat_ebm.evaluation import fid
+
+from conftest import REPO, tiny_config
+
+
+def scipy_fid(a, b):
+  """Independent reference: unbiased covariances, scipy.linalg.sqrtm."""
+  mu_a, mu_b = a.mean(0), b.mean(0)
+  cov_a, cov_b = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
+  root = scipy.linalg.sqrtm(cov_a @ cov_b).real
+  return float(np.sum((mu_a - mu_b)**2) + np.trace(cov_a + cov_b - 2 * root))
+
+
+def test_two_gaussians_match_the_closed_form():
+  rng = np.random.RandomState(0)
+  d, n = 4, 200_000
+  rotation, _ = np.linalg.qr(rng.normal(size=[d, d]))
+  var1, var2 = np.array([1.0, 2.0, 0.5, 3.0]), np.array([2.0, 1.0, 0.5, 0.25])
+  mu1, mu2 = np.zeros(d), np.array([1.0, -1.0, 0.5, 0.0])
+  # Covariances R diag(v) R^T share eigenvectors: sqrt(S1 S2) = R sqrt(v1 v2) R^T.
+  a = mu1 + (rng.normal(size=[n, d]) * np.sqrt(var1)) @ rotation.T
+  b = mu2 + (rng.normal(size=[n, d]) * np.sqrt(var2)) @ rotation.T
+  expected = np.sum((mu1 - mu2)**2) + np.sum((np.sqrt(var1) - np.sqrt(var2))**2)
+  assert fid.frechet_distance(a, b) == pytest.approx(expected, rel=0.03)
+
+
+def test_matches_scipy_on_random_activations():
+  rng = np.random.RandomState(1)
+  a = rng.normal(size=[300, 16]) @ rng.normal(size=[16, 16])
+  b = rng.gamma(2.0, size=[250, 16]) + 0.3
+  assert fid.frechet_distance(a, b) == pytest.approx(scipy_fid(a, b), rel=1e-6, abs=1e-6)
+
+
+def test_identical_sets_give_zero_and_shifts_grow():
+  a = np.random.RandomState(2).normal(size=[500, 8])
+  assert abs(fid.frechet_distance(a, a)) < 1e-6
+  fids = [fid.frechet_distance(a, a + shift) for shift in (0.25, 0.5, 1.0, 2.0)]
+  assert fids == sorted(fids)
+  np.testing.assert_allclose(fids, [8 * s**2 for s in (0.25, 0.5, 1.0, 2.0)], rtol=1e-6)
+
+
+def test_missing_inception_says_how_to_provide_it(tmp_path):
+  with pytest.raises(fid.FeatureNetUnavailableError,
+                     match=r'cannot load the Inception network .*--inception_path=DIR.*'
+                           r'TFHUB_CACHE_DIR.*--feature_net=classifier'):
+    fid.InceptionFeatures(str(tmp_path / 'no_inception'))
+
+
+def test_inception_input_is_tf_gan_preprocessing():
+  images = tf.constant(np.linspace(-1.2, 1.2, 2 * 4 * 4).reshape([2, 4, 4, 1]), tf.float32)
+  x = fid.to_inception_input(images).numpy()
+  assert x.shape == (2, 299, 299, 3)
+  assert x.min() >= -1.0 and x.max() <= 127.0 / 128.0  # uint8 pixels, (p - 128) / 128
+  np.testing.assert_array_equal(x[..., 0], x[..., 2])
+
+
+def test_sample_fids_stream_batches_and_repeat_runs(trained_workdir):
+  module = export.build_module(checkpoints.load_run(trained_workdir))
+  seen = []
+
+  def feature_net(images):  # records batch sizes: samples arrive batch by batch
+    seen.append(int(images.shape[0]))
+    return tf.reshape(images, [tf.shape(images)[0], -1])[:, :6]
+
+  reference = np.random.RandomState(0).normal(size=[50, 6])
+  fids = fid.sample_fids(module, feature_net, reference, num_samples=10, batch_size=4, runs=2,
+                         verbose=False)
+  assert seen == [4, 4, 4, 4, 2, 2] * 2  # X and G(Z) per batch, two runs
+  assert len(fids['hat_ebm']) == len(fids['generator']) == 2
+  assert fids['hat_ebm'][0] != fids['hat_ebm'][1]  # runs draw different chains
+  assert fid.mean_std([1.0, 3.0]) == (2.0, 1.0)
+
+
+def test_classifier_features_and_data_statistics_are_cached(tmp_path):
+  data_cfg = tiny_config().data
+  net = features.classifier_features(data_cfg, str(tmp_path), epochs=1, verbose=False)
+  acts = fid.data_activations(data_cfg, 'test', net, str(tmp_path), verbose=False)
+  assert acts.shape == (297, features.FEATURE_DIM)
+  again = features.classifier_features(data_cfg, str(tmp_path), verbose=False)
+  assert again.name == net.name and again.name.startswith('classifier_')
+  zeros = np.zeros([2, 16, 16, 1], np.float32)
+  np.testing.assert_allclose(again(zeros), net(zeros), atol=1e-6)  # the cached weights
+  path = fid.stats_path(str(tmp_path), data_cfg, 'test', net)
+  assert os.path.exists(path)
+  np.testing.assert_array_equal(fid.data_activations(data_cfg, 'test', again, str(tmp_path),
+                                                     verbose=False), acts)
+
+
+def test_script_stops_with_the_inception_message(trained_workdir, tmp_path):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
+  result = subprocess.run(
+      [sys.executable, os.path.join(REPO, 'experiments', 'evaluate_fid.py'),
+       f'--workdir={trained_workdir}', '--feature_net=inception',
+       f'--inception_path={tmp_path / "missing"}'],
+      capture_output=True, text=True, env=env, timeout=300)
+  assert result.returncode == 1
+  last = result.stderr.strip().splitlines()[-1]
+  assert last.startswith('error: cannot load the Inception network') and '--inception_path' in last

@@ -1,0 +1,1 @@
+"""Evaluation of trained Hat EBMs: FID (Inception or a dataset-trained classifier), OOD AUROC."""

@@ -1,0 +1,107 @@
+"""Small-data FID features: a small CNN classifier trained on the dataset's own train split.
+
+Inception features of 16x16 greyscale digits say little, so for such data FID uses the penultimate
+layer of a classifier trained (on first use, seconds for digits) on the train split and cached:
+`<cache_dir>/feature_classifier/<dataset>_<size>px_c<channels>/`. Its name carries a fingerprint
+of the weights, so cached data statistics never outlive the network that made them.
+"""
+import hashlib
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from tf_hat_ebm import data as data_lib
+
+FEATURE_DIM = 64
+EPOCHS = 20
+
+
+def build_classifier(image_size, channels, num_classes, feature_dim=FEATURE_DIM):
+  """conv32-conv32-pool-conv64-conv64-pool-GAP-dense(feature_dim)-dense(classes); [-1, 1] input."""
+  layers = tf.keras.layers
+  inputs = tf.keras.Input([image_size, image_size, channels])
+  h = inputs
+  for width in (32, 64):
+    h = layers.Conv2D(width, 3, padding='same', activation='relu')(h)
+    h = layers.Conv2D(width, 3, padding='same', activation='relu')(h)
+    h = layers.MaxPool2D()(h)
+  h = layers.GlobalAveragePooling2D()(h)
+  features = layers.Dense(feature_dim, activation='relu', name='features')(h)
+  logits = layers.Dense(num_classes, name='logits')(features)
+  return tf.keras.Model(inputs, logits)
+
+
+def labelled_arrays(data_cfg, split):
+  """(images [n, size, size, c] in [-1, 1], labels [n]) of a labelled dataset, preprocessed as
+  the training data is (the same pipeline as FID's data features)."""
+  if data_cfg.name == 'digits':
+    _, labels = data_lib.digits_arrays(split)
+  else:
+    import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+    builder = tfds.builder(data_cfg.name, data_dir=data_cfg.data_dir or None)
+    if 'label' not in builder.info.features:
+      raise ValueError(f'{data_cfg.name} has no labels to train a feature classifier on; '
+                       'use --feature_net=inception')
+    ds = builder.as_dataset(split=split, shuffle_files=False)
+    labels = np.array([int(ex['label']) for ex in ds.map(lambda ex: {'label': ex['label']})])
+  images = np.concatenate(list(data_lib.eval_dataset(data_cfg, split, 500).as_numpy_iterator()))
+  return images, labels
+
+
+class ClassifierFeatures:
+  """Penultimate-layer activations of the dataset's cached feature classifier."""
+
+  def __init__(self, model, name, description, test_accuracy):
+    self.model = model
+    self.features = tf.keras.Model(model.input, model.get_layer('features').output)
+    self.name, self.description, self.test_accuracy = name, description, test_accuracy
+    self._call = tf.function(lambda x: self.features(x, training=False))
+
+  def __call__(self, images):
+    return self._call(tf.convert_to_tensor(images, tf.float32))
+
+
+def _fingerprint(model):
+  digest = hashlib.sha1()
+  for w in model.get_weights():
+    digest.update(np.ascontiguousarray(w).tobytes())
+  return digest.hexdigest()[:8]
+
+
+def classifier_features(data_cfg, cache_dir, epochs=EPOCHS, seed=0, verbose=True):
+  """The feature classifier of data_cfg's dataset: loaded from cache_dir, or trained and saved."""
+  directory = os.path.join(cache_dir, 'feature_classifier',
+                           f'{data_cfg.name}_{data_cfg.image_size}px_c{data_cfg.channels}')
+  info_path = os.path.join(directory, 'info.json')
+  weights = os.path.join(directory, 'weights')
+  if tf.io.gfile.exists(info_path):
+    with tf.io.gfile.GFile(info_path) as f:
+      info = json.load(f)
+    model = build_classifier(data_cfg.image_size, data_cfg.channels, info['num_classes'])
+    model.load_weights(weights).expect_partial()
+  else:
+    x_train, y_train = labelled_arrays(data_cfg, data_cfg.train_split)
+    x_test, y_test = labelled_arrays(data_cfg, data_cfg.test_split)
+    num_classes = int(max(y_train.max(), y_test.max())) + 1
+    tf.keras.utils.set_random_seed(seed)  # the same data gives the same network
+    model = build_classifier(data_cfg.image_size, data_cfg.channels, num_classes)
+    model.compile(tf.keras.optimizers.Adam(1e-3),
+                  tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=['accuracy'])
+    if verbose:
+      print(f'training the FID feature classifier on {data_cfg.name} {data_cfg.train_split} '
+            f'({len(x_train)} images, {epochs} epochs)', flush=True)
+    model.fit(x_train, y_train, batch_size=64, epochs=epochs, verbose=0, shuffle=True)
+    _, accuracy = model.evaluate(x_test, y_test, batch_size=500, verbose=0)
+    info = dict(num_classes=num_classes, test_accuracy=float(accuracy), epochs=epochs,
+                train_images=len(x_train), feature_dim=FEATURE_DIM)
+    tf.io.gfile.makedirs(directory)
+    model.save_weights(weights)
+    with tf.io.gfile.GFile(info_path, 'w') as f:
+      json.dump(info, f, indent=2)
+  name = f'classifier_{_fingerprint(model)}'
+  description = (f'{data_cfg.name} classifier penultimate layer ({FEATURE_DIM}-d, test accuracy '
+                 f'{100 * info["test_accuracy"]:.1f}%)')
+  return ClassifierFeatures(model, name, description, info['test_accuracy'])

@@ -1,0 +1,156 @@
+"""FID: feature activations streamed batch by batch, Frechet distance by TF-GAN.
+
+Feature networks map images in [-1, 1] ([N, size, size, channels] float32) to activations [N, d]:
+  * the standard Inception (TF-GAN's `INCEPTION_TFHUB`, pool_3), for numbers comparable with the
+    paper: loaded once from a local copy or TF-Hub (TFHUB_CACHE_DIR honoured), never replaced
+    silently by anything else;
+  * a small classifier trained on the dataset (`features.py`), for data where Inception features
+    mean little (the 16x16 digits).
+Only activations are kept in memory, never all the images. Data activations are cached per
+dataset / split / resolution / feature network in `<workdir>/fid_stats/`.
+"""
+import io
+import os
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_gan as tfgan
+
+from tf_hat_ebm import data as data_lib
+
+INCEPTION_HELP = (
+    'provide it with --inception_path=DIR, a local copy of {url} (download '
+    '{url}?tf-hub-format=compressed and extract the .tar.gz into DIR), or set TFHUB_CACHE_DIR to a '
+    'TF-Hub cache that holds it; for small data use --feature_net=classifier')
+
+
+class FeatureNetUnavailableError(ValueError):
+  """The requested feature network cannot be loaded (no silent fallback to another one)."""
+
+
+def to_inception_input(images):
+  """[-1, 1] images -> Inception input as TF-GAN's `preprocess_image` builds it.
+
+  Pixels are quantised to uint8 first (what a saved image holds; samples may overshoot [-1, 1]),
+  greyscale is repeated to RGB, then bilinear resize to 299 and (x - 128) / 128.
+  """
+  images = tf.convert_to_tensor(images, tf.float32)
+  pixels = tf.round((tf.clip_by_value(images, -1.0, 1.0) + 1.0) * 127.5)
+  if pixels.shape[-1] == 1:
+    pixels = tf.tile(pixels, [1, 1, 1, 3])
+  size = tfgan.eval.INCEPTION_DEFAULT_IMAGE_SIZE
+  resized = tf.compat.v1.image.resize(pixels, [size, size],
+                                      method=tf.image.ResizeMethod.BILINEAR)
+  return (resized - 128.0) / 128.0
+
+
+class InceptionFeatures:
+  """pool_3 activations (2048) of TF-GAN's Inception, loaded once."""
+
+  def __init__(self, inception_path=None):
+    source = inception_path or tfgan.eval.INCEPTION_TFHUB
+    try:
+      import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+      self.module = hub.load(source)
+    except Exception as e:  # pylint: disable=broad-except  (hub raises OSError, URLError, ...)
+      first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+      cache = os.environ.get('TFHUB_CACHE_DIR', '(TFHUB_CACHE_DIR not set)')
+      raise FeatureNetUnavailableError(
+          f'cannot load the Inception network for FID from {source} (TF-Hub cache: {cache}): '
+          f'{first}; ' + INCEPTION_HELP.format(url=tfgan.eval.INCEPTION_TFHUB)) from e
+    self.name = 'inception_pool3'
+    self.description = f'Inception pool_3 ({source})'
+
+  @tf.function
+  def _features(self, images):
+    out = self.module(to_inception_input(images))
+    return tf.reshape(out[tfgan.eval.INCEPTION_FINAL_POOL], [tf.shape(images)[0], -1])
+
+  def __call__(self, images):
+    return self._features(tf.convert_to_tensor(images, tf.float32))
+
+
+def frechet_distance(activations1, activations2):
+  """FID between two sets of activations [n, d] (float64 math, unbiased covariances)."""
+  return float(tfgan.eval.frechet_classifier_distance_from_activations(
+      tf.constant(activations1, tf.float64), tf.constant(activations2, tf.float64)))
+
+
+def activations(batches, feature_net, total=None, label=None, verbose=True):
+  """Features of every image of an iterable of image batches, kept as float32 activations only."""
+  progbar = tf.keras.utils.Progbar(total, unit_name='image') if verbose else None
+  if verbose and label:
+    print(label, flush=True)
+  out, seen = [], 0
+  for batch in batches:
+    out.append(np.asarray(tfgan.eval.run_classifier_fn(batch, feature_net), np.float32))
+    seen += len(out[-1])
+    if progbar is not None:
+      progbar.update(seen)
+  return np.concatenate(out)
+
+
+def stats_path(cache_dir, data_cfg, split, feature_net):
+  name = (f'{data_cfg.name}_{split}_{data_cfg.image_size}px_c{data_cfg.channels}_'
+          f'{feature_net.name}.npz')
+  return os.path.join(cache_dir, 'fid_stats', name)
+
+
+def data_activations(data_cfg, split, feature_net, cache_dir, batch_size=250, verbose=True):
+  """Activations of a whole data split, computed once and cached in cache_dir/fid_stats/."""
+  path = stats_path(cache_dir, data_cfg, split, feature_net)
+  if tf.io.gfile.exists(path):
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      return np.load(io.BytesIO(f.read()))['activations']
+  total = int(data_lib.images_dataset(data_cfg, split, training=False).cardinality())
+  acts = activations(data_lib.eval_dataset(data_cfg, split, batch_size), feature_net,
+                     total=total if total >= 0 else None,
+                     label=f'features of {data_cfg.name} {split} split', verbose=verbose)
+  tf.io.gfile.makedirs(os.path.dirname(path))
+  buffer = io.BytesIO()  # np.savez seeks: build the file in memory, then write it (GCS too)
+  np.savez(buffer, activations=acts)
+  with tf.io.gfile.GFile(path + '.tmp', 'wb') as f:
+    f.write(buffer.getvalue())
+  tf.io.gfile.rename(path + '.tmp', path, overwrite=True)  # never a half-written cache
+  return acts
+
+
+def sample_batches(module, num_samples, batch_size, seed):
+  """Batches of `module.sample` ({'images', 'generator_images'}), batch b seeded seed + b."""
+  for b, start in enumerate(range(0, num_samples, batch_size)):
+    n = min(batch_size, num_samples - start)
+    yield module.sample(tf.constant(n, tf.int32), tf.constant(seed + b, tf.int64))
+
+
+def sample_fids(module, feature_net, reference, num_samples, batch_size=250, runs=1, seed=0,
+                verbose=True):
+  """FID of `runs` independent sets of samples against reference activations.
+
+  Returns {'hat_ebm': [fid per run], 'generator': [...]}: X = G(Z) + Y and G(Z) of the same chains.
+  Run r uses seeds r * 1_000_003 + batch, so runs never share a chain.
+  """
+  fids = {'hat_ebm': [], 'generator': []}
+  for r in range(runs):
+    x_acts, g_acts = [], []
+    progbar = tf.keras.utils.Progbar(num_samples, unit_name='sample') if verbose else None
+    if verbose:
+      print(f'FID run {r + 1}/{runs}: sampling {num_samples}', flush=True)
+    seen = 0
+    for out in sample_batches(module, num_samples, batch_size, r * 1_000_003 + seed):
+      x_acts.append(np.asarray(tfgan.eval.run_classifier_fn(out['images'], feature_net)))
+      # G(Z) is scored as an image, clipped to [-1, 1] as the Hat EBM samples are.
+      g_images = tf.clip_by_value(out['generator_images'], -1.0, 1.0)
+      g_acts.append(np.asarray(tfgan.eval.run_classifier_fn(g_images, feature_net)))
+      seen += len(x_acts[-1])
+      if progbar is not None:
+        progbar.update(seen)
+    fids['hat_ebm'].append(frechet_distance(reference, np.concatenate(x_acts)))
+    fids['generator'].append(frechet_distance(reference, np.concatenate(g_acts)))
+  return fids
+
+
+def mean_std(values):
+  """(mean, std) over runs; std is the population std (0 for a single run)."""
+  values = np.asarray(values, np.float64)
+  return float(values.mean()), float(values.std())
+

@@ -1,0 +1,125 @@
+"""Out-of-distribution detection with the energy H(x): AUROC of in-distribution vs OOD energies.
+
+Higher energy = more out-of-distribution (the paper's Table 3: CIFAR-10 test vs SVHN, CIFAR-100,
+CelebA). OOD sets are either tfds datasets, resized to the model's resolution, or sets built
+offline for the embedded digits:
+
+  inverted_digits   the test digits with pixel values negated (white background, dark strokes)
+  bilinear_digits   the test digits upscaled 8 -> size bilinearly, not nearest (smooth strokes)
+  uniform_noise     pixels U(-1, 1)
+  gaussian_noise    pixels N(0, 0.5^2), clipped to [-1, 1]
+  natural_patches   random square crops (32 to 160 px) of scikit-learn's two bundled photos
+                    (china.jpg, flower.jpg), greyscale, resized (antialiased) to size
+"""
+import os
+
+import ml_collections
+import numpy as np
+from sklearn.metrics import roc_auc_score
+import tensorflow as tf
+
+from tf_hat_ebm import data as data_lib
+
+TFDS_OOD_SETS = ('svhn_cropped', 'cifar100', 'celeb_a')
+OFFLINE_OOD_SETS = ('inverted_digits', 'bilinear_digits', 'uniform_noise', 'gaussian_noise',
+                    'natural_patches')
+
+
+def default_sets(data_cfg):
+  if data_cfg.name == 'digits':
+    return list(OFFLINE_OOD_SETS)
+  return [name for name in TFDS_OOD_SETS if name != data_cfg.name]
+
+
+def auroc(in_energies, ood_energies):
+  """AUROC of telling OOD (positive) from in-distribution by a higher energy."""
+  labels = np.concatenate([np.zeros(len(in_energies)), np.ones(len(ood_energies))])
+  return float(roc_auc_score(labels, np.concatenate([in_energies, ood_energies])))
+
+
+def energies(energy_fn, batches):
+  """Energies of every image of an iterable of batches ([b, size, size, c] float32)."""
+  return np.concatenate([np.asarray(energy_fn(tf.convert_to_tensor(b, tf.float32)))
+                         for b in batches])
+
+
+# ---- OOD sets --------------------------------------------------------------------------------
+def _natural_patches(num, size, channels, rng):
+  import sklearn  # pylint: disable=g-import-not-at-top
+  # The JPEGs ship with scikit-learn; decoded by TF (load_sample_images would need Pillow).
+  directory = os.path.join(os.path.dirname(sklearn.__file__), 'datasets', 'images')
+  photos = [tf.io.decode_jpeg(tf.io.read_file(os.path.join(directory, name))).numpy()
+            for name in ('china.jpg', 'flower.jpg')]
+  patches = []
+  for _ in range(num):
+    photo = photos[rng.randint(len(photos))]
+    side = rng.randint(32, 161)
+    top, left = rng.randint(photo.shape[0] - side), rng.randint(photo.shape[1] - side)
+    patch = tf.image.resize(photo[top:top + side, left:left + side].astype(np.float32),
+                            [size, size], antialias=True)
+    if channels == 1:
+      patch = tf.image.rgb_to_grayscale(patch)
+    patches.append(patch.numpy())
+  return np.clip(np.stack(patches) / 127.5 - 1.0, -1.0, 1.0).astype(np.float32)
+
+
+def offline_set(name, data_cfg, num, seed=0):
+  """One of OFFLINE_OOD_SETS as float32 [num, size, size, channels] in [-1, 1]."""
+  rng = np.random.RandomState(seed)
+  size, channels = data_cfg.image_size, data_cfg.channels
+  shape = [num, size, size, channels]
+  if name in ('inverted_digits', 'bilinear_digits'):
+    if data_cfg.name != 'digits':
+      raise ValueError(f'OOD set {name} is built from the digits; the model is on {data_cfg.name}')
+    digits, _ = data_lib.digits_arrays(data_cfg.test_split)
+    digits = digits[:num]
+    if name == 'inverted_digits':
+      method = data_cfg.resize_method
+      return -tf.image.resize(digits, [size, size], method=method).numpy()
+    return tf.image.resize(digits, [size, size], method='bilinear').numpy()
+  if name == 'uniform_noise':
+    return rng.uniform(-1, 1, shape).astype(np.float32)
+  if name == 'gaussian_noise':
+    return np.clip(rng.normal(0, 0.5, shape), -1, 1).astype(np.float32)
+  if name == 'natural_patches':
+    return _natural_patches(num, size, channels, rng)
+  known = ', '.join(OFFLINE_OOD_SETS + TFDS_OOD_SETS)
+  raise ValueError(f'unknown OOD set {name!r}; known: {known}')
+
+
+def tfds_set(name, data_cfg, num, batch_size):
+  """Test split of tfds dataset `name`, preprocessed as that dataset is, at the model's size."""
+  cfg = ml_collections.ConfigDict(data_cfg.to_dict())
+  cfg.name, cfg.channels = name, 3
+  ds = data_lib.images_dataset(cfg, 'test', training=False).take(num)
+  if data_cfg.channels == 1:
+    ds = ds.map(tf.image.rgb_to_grayscale)
+  return ds.batch(batch_size)
+
+
+def ood_batches(name, data_cfg, num, batch_size, seed=0):
+  if name in TFDS_OOD_SETS:
+    return tfds_set(name, data_cfg, num, batch_size)
+  images = offline_set(name, data_cfg, num, seed)
+  return [images[i:i + batch_size] for i in range(0, len(images), batch_size)]
+
+
+def evaluate(energy_fn, data_cfg, set_names, num=10_000, batch_size=250, verbose=True):
+  """Energies of the test split and of each OOD set; AUROC per set.
+
+  Returns {'in_distribution': {...}, 'sets': {name: {'auroc', 'num', 'mean_energy'}}}.
+  """
+  in_e = energies(energy_fn, data_lib.eval_dataset(data_cfg, data_cfg.test_split, batch_size)
+                  .take((num + batch_size - 1) // batch_size))[:num]
+  result = {'in_distribution': {'name': f'{data_cfg.name}/{data_cfg.test_split}',
+                                'num': len(in_e), 'mean_energy': float(in_e.mean())},
+            'sets': {}}
+  for name in set_names:
+    if verbose:
+      print(f'energies of {name}', flush=True)
+    # Offline sets match the test split's size, so both classes weigh the same in the AUROC.
+    ood_e = energies(energy_fn, ood_batches(name, data_cfg, min(num, len(in_e)) if
+                                            name in OFFLINE_OOD_SETS else num, batch_size))
+    result['sets'][name] = {'auroc': auroc(in_e, ood_e), 'num': len(ood_e),
+                            'mean_energy': float(ood_e.mean())}
+  return result

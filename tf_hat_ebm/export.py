@@ -1,0 +1,173 @@
+"""A trained Hat EBM as a self-contained SavedModel: `sample`, `sample_path` and `energy`.
+
+The module is also what the evaluation and sampling scripts run in-process, so an exported model
+and its workdir give the same samples for the same seed. Loading needs TensorFlow only:
+
+  model = tf.saved_model.load(path)           # or tensorflow_hub.load(path)
+  x = model.sample(num_samples=16, seed=0)['images']        # [16, size, size, channels] in [-1, 1]
+  e = model.energy(x)['energy']                              # [16], higher = less likely
+
+Joint (refinement / retrofit) models add `refine(latents)`: subclass `HatEBMModule`, define the
+tf.function and return it from `extra_signatures()`.
+"""
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+
+from tf_hat_ebm import langevin
+
+# Input dtypes that get a traced "wrong dtype" function, so that they fail with our message rather
+# than with the SavedModel's "could not find matching concrete function".
+_OTHER_DTYPES = (tf.float64, tf.float16, tf.bfloat16, tf.uint8, tf.int32, tf.int64)
+
+
+def default_path_steps(num_steps, points=5):
+  """Evenly spaced chain steps 0..K for the Langevin-path figure."""
+  return sorted(set(int(round(s)) for s in np.linspace(0, num_steps, points)))
+
+
+def clip_images(x):
+  return tf.clip_by_value(x, -1.0, 1.0)
+
+
+class HatEBMModule(tf.Module):
+  """Sampling chain and energy of a conditional Hat EBM (X = G(Z) + Y, Z fixed along the chain)."""
+
+  def __init__(self, hat, generator, settings, image_shape, path_steps=None, name='hat_ebm'):
+    super().__init__(name=name)
+    # The networks are reached through closures, and only their variables are tracked: saving then
+    # stores variables and traced functions, never Keras objects (loadable with TF alone).
+    self._hat_fn = lambda x: hat(x)  # pylint: disable=unnecessary-lambda
+    self._gen_fn = lambda z: generator(z)  # pylint: disable=unnecessary-lambda
+    self.network_variables = list(hat.variables) + list(generator.variables)
+    self._settings = settings
+    self._latent_shape = tuple(int(d) for d in generator.latent_shape)
+    # Variables (not constants) so that they are saved and readable on the loaded model.
+    self.image_shape = tf.Variable(image_shape, dtype=tf.int32, trainable=False)
+    self._image_shape = tuple(int(d) for d in image_shape)
+    steps = default_path_steps(settings.steps) if path_steps is None else path_steps
+    steps = sorted(set(int(s) for s in steps))
+    if not steps or steps[0] < 0 or steps[-1] > settings.steps:
+      raise ValueError(f'path steps must lie in 0..{settings.steps} (the sampling chain\'s K); '
+                       f'got {steps}')
+    self._path_steps = tuple(steps)
+    self.path_steps = tf.Variable(steps, dtype=tf.int32, trainable=False)
+    # The chain's K, eps, T, ... for whoever loads the model (None saved as -1).
+    self.chain_settings = {
+        k: tf.Variable(float(-1 if v is None else v), trainable=False)
+        for k, v in dataclasses.asdict(settings).items()}
+    self.rng = tf.random.Generator.from_seed(0)
+
+  @property
+  def expected_shape(self):
+    return '[N, {}, {}, {}]'.format(*self._image_shape)
+
+  # ---- sampling ------------------------------------------------------------------------------
+  def _start(self, num_samples, seed):
+    tf.debugging.assert_positive(num_samples, message='sample: num_samples must be >= 1')
+    self.rng.reset_from_seed(seed)  # deterministic for a seed, whatever was sampled before
+    z = self.rng.normal(tf.stack([num_samples, *self._latent_shape]))
+    g_z = tf.cast(self._gen_fn(z), tf.float32)  # once per chain: Z stays fixed
+    y0 = langevin.initial_residual(self.rng, tf.shape(g_z), self._settings)
+    return g_z, y0
+
+  def _run(self, g_z, y, steps):
+    if steps == 0:
+      return y
+    settings = dataclasses.replace(self._settings, steps=steps)
+    y, _ = langevin.sample_conditional(self._hat_fn, g_z, self.rng, settings, y0=y)
+    return y
+
+  @tf.function(input_signature=[tf.TensorSpec([], tf.int32, name='num_samples'),
+                                tf.TensorSpec([], tf.int64, name='seed')])
+  def sample(self, num_samples, seed):
+    """num_samples samples of the configured chain.
+
+    images: X = G(Z) + Y clipped to [-1, 1] (G's 2 tanh range lets the sum overshoot);
+    generator_images G(Z) and residuals Y unclipped.
+    """
+    g_z, y = self._start(num_samples, seed)
+    y = self._run(g_z, y, self._settings.steps)
+    return {'images': clip_images(g_z + y), 'generator_images': g_z, 'residuals': y}
+
+  @tf.function(input_signature=[tf.TensorSpec([], tf.int32, name='num_samples'),
+                                tf.TensorSpec([], tf.int64, name='seed')])
+  def sample_path(self, num_samples, seed):
+    """The same chains as `sample`, stopped at `path_steps`: [steps, N, ...] per output."""
+    g_z, y = self._start(num_samples, seed)
+    ys, done = [], 0
+    for step in self._path_steps:  # run in segments; the noise stream is the same as `sample`'s
+      y = self._run(g_z, y, step - done)
+      done = step
+      ys.append(y)
+    ys = tf.stack(ys)
+    return {'images': clip_images(g_z[None] + ys), 'generator_images': g_z, 'residuals': ys,
+            'steps': tf.identity(self.path_steps)}
+
+  # ---- energy --------------------------------------------------------------------------------
+  @tf.function
+  def energy(self, images):
+    """H(x) per image (untempered), for float32 images of shape [N, size, size, channels]."""
+    if images.dtype != tf.float32:
+      # Traced per dtype at export: this version only fails, with the shape and dtype expected.
+      tf.debugging.Assert(False, [f'energy: images must be float32 of shape {self.expected_shape} '
+                                  f'in [-1, 1]; got dtype {images.dtype.name}'])
+      return {'energy': tf.zeros([0], tf.float32)}
+    shape = tf.shape(images)
+    padded = tf.concat([shape, tf.zeros([4], tf.int32)], 0)[:4]  # safe to slice at any rank
+    valid = tf.logical_and(tf.equal(tf.size(shape), 4),
+                           tf.reduce_all(tf.equal(padded[1:], self.image_shape)))
+    check = tf.debugging.Assert(valid, [f'energy: images must be float32 of shape '
+                                        f'{self.expected_shape} in [-1, 1]; got shape', shape])
+    # The networks run in a branch taken only for valid input: shape inference of the call never
+    # sees them with a wrong shape, so the assert above is the error a user gets.
+    with tf.control_dependencies([check]):
+      energy = tf.cond(
+          valid,
+          lambda: tf.cast(self._hat_fn(tf.ensure_shape(images, [None, *self._image_shape])),
+                          tf.float32),
+          lambda: tf.zeros([0], tf.float32))
+    return {'energy': energy}
+
+  def energy_functions(self):
+    """Concrete `energy` functions: float32 of any shape (checked inside), other dtypes (fail)."""
+    fns = [self.energy.get_concrete_function(tf.TensorSpec(None, tf.float32, name='images'))]
+    fns += [self.energy.get_concrete_function(tf.TensorSpec(None, d, name='images'))
+            for d in _OTHER_DTYPES]
+    return fns
+
+  def extra_signatures(self):
+    """Hook for subclasses: {name: concrete function} added to the SavedModel's signatures."""
+    return {}
+
+  def signatures(self):
+    return {'sample': self.sample.get_concrete_function(),
+            'sample_path': self.sample_path.get_concrete_function(),
+            'energy': self.energy_functions()[0], **self.extra_signatures()}
+
+
+def _synthesis_module(task, config, path_steps=None):
+  return HatEBMModule(task.hat, task.generator, task.sampling_settings,
+                      (config.data.image_size, config.data.image_size, config.data.channels),
+                      path_steps=path_steps)
+
+
+# config.experiment -> module builder(task, config, path_steps); joint models register theirs.
+MODULE_BUILDERS = {'synthesis': _synthesis_module}
+
+
+def build_module(run, path_steps=None):
+  """The exportable module of a restored `checkpoints.Run`."""
+  experiment = run.config.get('experiment', 'synthesis')
+  if experiment not in MODULE_BUILDERS:
+    raise ValueError(f'no SavedModel export for {experiment!r} runs; exportable: '
+                     f'{", ".join(sorted(MODULE_BUILDERS))}')
+  return MODULE_BUILDERS[experiment](run.task, run.config, path_steps)
+
+
+def save(module, output_dir):
+  """Writes the SavedModel (loadable by tf.saved_model.load and tensorflow_hub.load)."""
+  module.energy_functions()  # trace every dtype version so that each is saved
+  tf.saved_model.save(module, output_dir, signatures=module.signatures())
+  return output_dir
