@@ -25,7 +25,7 @@ def get_config():
     chain.latent_step_size = 5e-3
     chain.temperature = 1e-3
     chain.prior_sigma = 0.25
-  config.ddls.steps = 20
+  config.ddls.steps = 100
   config.training.batch_size = 32
   config.training.num_steps = 400
   config.training.steps_per_loop = 10
