@@ -129,3 +129,138 @@ def sample_conditional(hat, g_z, rng, settings, y0=None, generator_fn=None):
       'residual_abs': tf.reduce_mean(tf.abs(y)),
   }
   return tf.stop_gradient(y), diagnostics
+
+
+# ---- Joint Hat EBM: alternating Langevin over the residual Y and the latent Z ---------------------
+@dataclasses.dataclass(frozen=True)
+class JointSettings:
+  """Settings of a joint chain over (Y, Z) with the generator G frozen (refinement, retrofit).
+
+  Each of the K iterations is a Y step (eps1 = step_size, residual clipping and optional prior as
+  in the conditional chain) followed by a Z step (eps2 = latent_step_size, gradient of H(G(Z)+Y)/T
+  through G; no clipping and no prior on Z, as in the paper). `use_residual=False` removes Y
+  altogether, U(z) = H(G(z))/T: the paper's unstable ablation.
+  """
+  steps: int = 100                    # K
+  step_size: float = 1e-4             # eps1 (residual image)
+  latent_step_size: float = 5e-3      # eps2 (latent)
+  temperature: float = 1e-3           # T
+  max_drift: Optional[float] = 2.5
+  prior_sigma: Optional[float] = None
+  noise: bool = True
+  use_residual: bool = True
+
+  @classmethod
+  def from_config(cls, cfg):
+    return cls(steps=int(cfg.steps), step_size=float(cfg.step_size),
+               latent_step_size=float(cfg.latent_step_size),
+               temperature=float(cfg.temperature),
+               max_drift=None if cfg.max_drift is None else float(cfg.max_drift),
+               prior_sigma=None if cfg.prior_sigma is None else float(cfg.prior_sigma),
+               noise=bool(cfg.noise), use_residual=bool(cfg.use_residual))
+
+  def residual_settings(self):
+    """The conditional-chain settings of the Y half-step (so the Y math is written once)."""
+    return LangevinSettings(steps=1, step_size=self.step_size, temperature=self.temperature,
+                            max_drift=self.max_drift, prior_sigma=self.prior_sigma,
+                            noise=self.noise)
+
+
+def generate(generator, z):
+  """G(z) in float32 with G in inference mode (frozen batch norm, no dropout) for any Keras model."""
+  return tf.cast(generator(z, training=False), tf.float32)
+
+
+def latent_energy_and_grad(hat, generator, z, y, temperature):
+  """U(Y, Z) = H(G(Z) + Y)/T per sample and its gradient with respect to Z (through G)."""
+  with tf.GradientTape() as tape:
+    tape.watch(z)
+    energy = hat_energy(hat, generate(generator, z) + y, temperature)
+    total = tf.reduce_sum(energy)
+  return energy, tape.gradient(total, z)
+
+
+def sample_joint(hat, generator, rng, settings, batch_size=None, z0=None, y0=None):
+  """Joint Hat EBM: K iterations of (Y step, then Z step) from Y0 = 0 and Z0 ~ N(0, I).
+
+  `z0`/`y0` continue given states instead. Noise is drawn in the order Z0 (if not given), then per
+  iteration the Y noise and the Z noise. Returns (Z_K, Y_K, G(Z_K), diagnostics): diagnostics are
+  `latent_grad_norm` and `residual_grad_norm` (means over steps and samples, before any clipping),
+  `latent_abs` (mean |Z_K|) and `residual_abs` (mean |Y_K|).
+  """
+  latent_shape = tuple(generator.latent_shape)
+  if z0 is None:
+    z = rng.normal([batch_size, *latent_shape])
+  else:
+    z = tf.cast(z0, tf.float32)
+  g_z = generate(generator, z)
+  y = tf.zeros_like(g_z) if y0 is None or not settings.use_residual else tf.cast(y0, tf.float32)
+  y_settings = settings.residual_settings()
+
+  def body(k, z, y, latent_sum, residual_sum):
+    with tf.GradientTape() as tape:
+      tape.watch(z)
+      g_z = generate(generator, z)  # one pass of G per iteration serves both half-steps
+      if settings.use_residual:
+        with tape.stop_recording():
+          _, grad_y = residual_energy_and_grad(hat, tf.stop_gradient(g_z), y, y_settings)
+          noise = rng.normal(tf.shape(y)) if settings.noise else None
+          y, y_norm = langevin_step(y, grad_y, settings.step_size, noise, settings.max_drift)
+          residual_sum += tf.reduce_mean(y_norm)
+      energy = tf.reduce_sum(hat_energy(hat, g_z + y, settings.temperature))
+    grad_z = tape.gradient(energy, z)
+    noise = rng.normal(tf.shape(z)) if settings.noise else None
+    z, z_norm = langevin_step(z, grad_z, settings.latent_step_size, noise)
+    return k + 1, z, y, latent_sum + tf.reduce_mean(z_norm), residual_sum
+
+  _, z, y, latent_sum, residual_sum = tf.while_loop(
+      lambda k, *_: k < settings.steps, body,
+      (tf.constant(0), z, y, tf.constant(0.0), tf.constant(0.0)))
+  steps = max(settings.steps, 1)
+  z, y = tf.stop_gradient(z), tf.stop_gradient(y)
+  diagnostics = {
+      'latent_grad_norm': latent_sum / steps,
+      'residual_grad_norm': residual_sum / steps,
+      'latent_abs': tf.reduce_mean(tf.abs(z)),
+      'residual_abs': tf.reduce_mean(tf.abs(y)),
+  }
+  return z, y, tf.stop_gradient(generate(generator, z)), diagnostics
+
+
+# ---- DDLS baseline (Che et al. 2020): Langevin in z on E(z) = ||z||^2 / 2 - D(G(z)) -------------
+@dataclasses.dataclass(frozen=True)
+class DDLSSettings:
+  steps: int = 100
+  step_size: float = 1e-2             # eps: z <- z - (eps^2/2) grad E + eps N(0, I)
+  noise: bool = True
+
+  @classmethod
+  def from_config(cls, cfg):
+    return cls(steps=int(cfg.steps), step_size=float(cfg.step_size), noise=bool(cfg.noise))
+
+
+def ddls_energy_and_grad(discriminator, generator, z):
+  """E(z) = 0.5 ||z||^2 - D(G(z)) per sample (D: the logit) and its gradient with respect to z."""
+  with tf.GradientTape() as tape:
+    tape.watch(z)
+    logit = tf.reshape(tf.cast(discriminator(generate(generator, z), training=False), tf.float32),
+                       [-1])
+    energy = 0.5 * tf.reduce_sum(tf.square(z), axis=_sample_axes(z)) - logit
+    total = tf.reduce_sum(energy)
+  return energy, tape.gradient(total, z)
+
+
+def sample_ddls(discriminator, generator, rng, settings, batch_size=None, z0=None):
+  """DDLS: K Langevin steps in z on E(z) from Z0 ~ N(0, I) (or z0). Returns (Z_K, G(Z_K))."""
+  z = (rng.normal([batch_size, *tuple(generator.latent_shape)]) if z0 is None
+       else tf.cast(z0, tf.float32))
+
+  def body(k, z):
+    _, grad = ddls_energy_and_grad(discriminator, generator, z)
+    noise = rng.normal(tf.shape(z)) if settings.noise else None
+    z, _ = langevin_step(z, grad, settings.step_size, noise)
+    return k + 1, z
+
+  _, z = tf.while_loop(lambda k, _: k < settings.steps, body, (tf.constant(0), z))
+  z = tf.stop_gradient(z)
+  return z, tf.stop_gradient(generate(generator, z))

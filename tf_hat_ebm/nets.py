@@ -99,10 +99,11 @@ class DiscriminatorBlock(layers.Layer):
 class GeneratorBlock(layers.Layer):
   """BN, ReLU, [bilinear 2x], 3x3 conv, BN, ReLU, 3x3 conv; 1x1 conv shortcut ([up] then conv)."""
 
-  def __init__(self, out_channels, upsample=True, **kwargs):
+  def __init__(self, out_channels, upsample=True, batch_stats=False, **kwargs):
     super().__init__(**kwargs)
     self.out_channels = out_channels
     self.upsample = upsample
+    self.batch_stats = batch_stats
 
   def build(self, input_shape):
     in_channels = int(input_shape[-1])
@@ -115,12 +116,13 @@ class GeneratorBlock(layers.Layer):
       self.c_sc = conv(self.out_channels, 1, init=_PLAIN_INIT, name='c_sc')
     super().build(input_shape)
 
-  def call(self, x):
-    h = tf.nn.relu(self.b1(x, training=False))
+  def call(self, x, training=None):
+    bn_training = bool(training) if self.batch_stats else False
+    h = tf.nn.relu(self.b1(x, training=bn_training))
     if self.upsample:
       h = upsample(h)
     h = self.c1(h)
-    h = self.c2(tf.nn.relu(self.b2(h, training=False)))
+    h = self.c2(tf.nn.relu(self.b2(h, training=bn_training)))
     s = x
     if self.learnable_shortcut:
       s = self.c_sc(upsample(s) if self.upsample else s)
@@ -185,12 +187,16 @@ class Generator(tf.keras.Model):
   """G(z): latent [batch, z_dim] -> image [batch, size, size, channels] in out_factor*(-1, 1)."""
 
   def __init__(self, image_size=32, channels=3, width=256, z_dim=128, out_factor=1.0,
-               name='generator', **kw):
+               batch_stats=False, name='generator', **kw):
     super().__init__(name=name, **kw)
     self.image_size, self.channels, self.width = image_size, channels, width
     self.z_dim, self.out_factor = z_dim, out_factor
+    # batch_stats=True: SN-GAN training (Mimicry) normalises with batch statistics when called
+    # with training=True and uses the moving statistics otherwise (frozen, for refinement). The
+    # Hat EBM's own generators keep the fixed mean 0 / variance 1 statistics.
+    self.batch_stats = batch_stats
     self.dense = layers.Dense(4 * 4 * width, kernel_initializer=_PLAIN_INIT(), name='dense')
-    self.blocks = [GeneratorBlock(ch, name=f'block{i}')
+    self.blocks = [GeneratorBlock(ch, batch_stats=batch_stats, name=f'block{i}')
                    for i, ch in enumerate(generator_layout(image_size, width))]
     self.bn = fixed_batch_norm('bn_out')
     self.to_image = conv(channels, 3, init=_PLAIN_INIT, name='to_image')
@@ -199,11 +205,12 @@ class Generator(tf.keras.Model):
   def latent_shape(self):
     return (self.z_dim,)
 
-  def call(self, z):
+  def call(self, z, training=None):
     h = tf.reshape(self.dense(z), [-1, 4, 4, self.width])
     for block in self.blocks:
-      h = block(h)
-    h = self.to_image(tf.nn.relu(self.bn(h, training=False)))
+      h = block(h, training=training)
+    bn_training = bool(training) if self.batch_stats else False
+    h = self.to_image(tf.nn.relu(self.bn(h, training=bn_training)))
     return self.out_factor * tf.tanh(tf.cast(h, tf.float32))  # images are float32 always
 
   def build_for_input(self):
@@ -248,4 +255,5 @@ def make_hat(config_model, image_size, channels):
 
 def make_generator(config_model, image_size, channels):
   return Generator(image_size, channels, config_model.gen_width, config_model.z_dim,
-                   config_model.out_factor).build_for_input()
+                   config_model.out_factor,
+                   batch_stats=config_model.get('gen_batch_stats', False)).build_for_input()

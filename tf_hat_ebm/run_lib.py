@@ -15,8 +15,13 @@ USER_ERRORS = (ValueError, DivergenceError, FileNotFoundError, PermissionError)
 
 def task_class(config):
   """The task class of config.experiment (each experiment kind registers one)."""
-  from tf_hat_ebm.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
-  tasks = {'synthesis': SynthesisTask}
+  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.autoencoder import AutoencoderTask
+  from tf_hat_ebm.refinement import JointTask
+  from tf_hat_ebm.sngan import SNGANTask
+  from tf_hat_ebm.synthesis import SynthesisTask
+  tasks = {'synthesis': SynthesisTask, 'joint': JointTask, 'sngan': SNGANTask,
+           'autoencoder': AutoencoderTask}
   if config.experiment not in tasks:
     raise ValueError(f'unknown experiment {config.experiment!r}; known: {", ".join(tasks)}')
   return tasks[config.experiment]

@@ -2,7 +2,11 @@
 
 A task owns its models, optimizers and replica-local state and exposes
   metric_names, replica_step(batch) -> {metric: scalar}, checkpoint_items(), initialize(),
-  learning_rates(), grid_samples(n) -> {'x', 'g_z', 'y'} (optional).
+  learning_rates(), grid_samples(n) -> {'x', 'g_z', 'y'} (optional; missing panels are skipped).
+Optional task attributes (generic hooks, each off by default):
+  batches_per_step: the iterator yields this many batches at once per step (SN-GAN: 5 D steps);
+  progress_metrics: metrics shown on the progress bar (default energy_diff, gen_loss);
+  evaluate() -> {metric: float}: called every config.training.eval_every steps (autoencoder).
 The trainer owns everything else: the strategy-distributed input, `steps_per_loop` training steps
 per host call inside one tf.function, checkpoints (resume), TensorBoard summaries, sample grids,
 the progress bar, the divergence guard and clean exit on SIGTERM.
@@ -124,6 +128,8 @@ class Trainer:
   # ---- input ---------------------------------------------------------------------------------
   def _iterator(self):
     cfg, batch = self.config.data, self.config.training.batch_size
+    # Tasks taking several batches per step (SN-GAN's n_dis discriminator steps) get them at once.
+    batch *= getattr(self.task, 'batches_per_step', 1)
     dataset = self.strategy.distribute_datasets_from_function(
         lambda ctx: data_lib.train_dataset(cfg, batch, ctx))
     return iter(dataset)
@@ -149,7 +155,7 @@ class Trainer:
     """Steps until the next event (log, checkpoint, grid, end), at most steps_per_loop."""
     t = self.config.training
     n = min(t.steps_per_loop, end - step)
-    for every in (t.log_every, t.checkpoint_every, t.sample_every):
+    for every in (t.log_every, t.checkpoint_every, t.sample_every, _eval_every(t)):
       if every and every > 0:
         n = min(n, every - step % every)
     return max(n, 1)
@@ -169,6 +175,7 @@ class Trainer:
               if self.is_chief else tf.summary.create_noop_writer())
     train_loop = self._make_train_loop()
     step = int(self.step.numpy())
+    shown = getattr(self.task, 'progress_metrics', ('energy_diff', 'gen_loss'))
     progbar = tf.keras.utils.Progbar(end, stateful_metrics=list(self.task.metric_names) +
                                      ['steps/s']) if self.verbose and self.is_chief else None
     if progbar is not None and step:
@@ -190,12 +197,14 @@ class Trainer:
           step = int(self.step.numpy())
           continue
         if progbar is not None:
-          progbar.update(step, [(k, metrics[k]) for k in ('energy_diff', 'gen_loss')
+          progbar.update(step, [(k, metrics[k]) for k in shown
                                 if k in metrics] + [('steps/s', rate)])
         if _due(step, t.log_every) or step == end:
           with writer.as_default(step=step):
             for k, v in {**metrics, **self.task.learning_rates(), 'steps_per_sec': rate}.items():
               tf.summary.scalar(k, v)
+        if hasattr(self.task, 'evaluate') and (_due(step, _eval_every(t)) or step == end):
+          self.evaluate(writer, step)
         if _due(step, t.sample_every) or step == end:
           self.write_grids(writer, step)
         if _due(step, t.checkpoint_every) or step == end:
@@ -209,13 +218,23 @@ class Trainer:
     return metrics
 
   # ---- outputs -------------------------------------------------------------------------------
+  def evaluate(self, writer, step):
+    """The task's evaluation metrics: TensorBoard under eval/ and one log line."""
+    results = {k: float(v) for k, v in self.task.evaluate().items()}
+    with writer.as_default(step=step):
+      for k, v in results.items():
+        tf.summary.scalar(f'eval/{k}', v)
+    self._log(f'\nstep {step}: ' + ', '.join(f'{k} {v:.4g}' for k, v in results.items()))
+    return results
+
   def write_grids(self, writer, step):
     if not hasattr(self.task, 'grid_samples'):
       return
     grids = self.task.grid_samples(self.config.training.num_grid_samples)
-    panels = {'samples': images_lib.to_uint8(grids['x']),
-              'generator': images_lib.to_uint8(grids['g_z']),
-              'residual_x5': images_lib.to_uint8(grids['y'], magnify=5.0)}
+    # A task without a residual (SN-GAN, autoencoder) returns only the panels it has.
+    panels = {name: images_lib.to_uint8(grids[key], magnify=magnify)
+              for name, key, magnify in (('samples', 'x', 1.0), ('generator', 'g_z', 1.0),
+                                         ('residual_x5', 'y', 5.0)) if key in grids}
     if not self.is_chief:
       return
     with writer.as_default(step=step):
@@ -287,6 +306,11 @@ def _lookup(tree, dotted):
   for key in dotted.split('.'):
     tree = tree.get(key) if isinstance(tree, dict) else None
   return tree
+
+
+def _eval_every(training_cfg):
+  # Only configs of tasks with an evaluation define training.eval_every.
+  return training_cfg.get('eval_every', 0) or 0
 
 
 def _due(step, every):

@@ -1,0 +1,99 @@
+"""Autoencoder (sphere latent, per-epoch errors) and retrofit over its frozen decoder."""
+import os
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_hat_ebm import autoencoder
+from tf_hat_ebm import refinement
+from tf_hat_ebm.trainer import Trainer
+
+from conftest import CONFIGS
+
+
+def _load(name):
+  sys.path.insert(0, CONFIGS)
+  return __import__(name).get_config()
+
+
+def test_sphere_projection_has_norm_sqrt_m():
+  z = tf.random.normal([3, 16, 16, 1]) * tf.constant([[[[0.1]]], [[[1.0]]], [[[50.0]]]])
+  np.testing.assert_allclose(tf.norm(tf.reshape(autoencoder.project_to_sphere(z), [3, -1]),
+                                     axis=1).numpy(), [16.0] * 3, rtol=1e-5)
+  encoder = autoencoder.Encoder(32, 3, 8).build_for_input()
+  out = encoder(tf.random.normal([2, 32, 32, 3]))
+  assert out.shape == (2, 16, 16, 1)
+  np.testing.assert_allclose(tf.norm(tf.reshape(out, [2, -1]), axis=1).numpy(), [16.0, 16.0],
+                             rtol=1e-5)
+  decoder = autoencoder.Decoder(32, 3, 8).build_for_input()
+  assert decoder(out).shape == (2, 32, 32, 3)
+
+
+@pytest.fixture(scope='module')
+def trained_autoencoder(tmp_path_factory):
+  config = _load('digits_autoencoder')
+  config.model.enc_width = config.model.gen_width = 8
+  config.training.batch_size = 8
+  config.training.num_steps = 2
+  config.training.steps_per_loop = 1
+  config.training.eval_every = 1
+  config.training.eval_examples = 16
+  config.training.checkpoint_every = config.training.sample_every = config.training.log_every = 2
+  config.training.num_grid_samples = 4
+  workdir = str(tmp_path_factory.mktemp('autoencoder'))
+  strategy = tf.distribute.get_strategy()
+  task = autoencoder.AutoencoderTask(config, strategy)
+  trainer = Trainer(task, config, workdir, strategy, verbose=False)
+  metrics = trainer.train(2)
+  return workdir, task, metrics, trainer
+
+
+def test_autoencoder_trains_and_reports_reconstruction_errors(trained_autoencoder):
+  workdir, task, metrics, _ = trained_autoencoder
+  assert np.isfinite(metrics['mse']) and metrics['loss'] == pytest.approx(1000 * metrics['mse'])
+  errors = task.evaluate()
+  assert set(errors) == {'train_mse', 'test_mse'} and all(0 < v < 4 for v in errors.values())
+  assert sorted(os.listdir(os.path.join(workdir, 'samples'))) == [
+      'generator_0000002.png', 'samples_0000002.png']
+
+
+def retrofit_config(workdir, **overrides):
+  config = _load('digits_retrofit')
+  config.generator.path = workdir
+  config.model.gen_width = 8
+  config.model.hat_width = 8
+  for chain in (config.langevin, config.sampling):
+    chain.steps = 2
+  config.training.batch_size = 4
+  config.training.steps_per_loop = config.training.log_every = 2
+  config.training.checkpoint_every = config.training.sample_every = 2
+  config.training.num_grid_samples = 4
+  for key, value in overrides.items():
+    section, name = key.split('.')
+    config[section][name] = value
+  return config
+
+
+def test_retrofit_keeps_the_decoder_frozen(trained_autoencoder, tmp_path):
+  ae_workdir, ae_task, _, _ = trained_autoencoder
+  config = retrofit_config(ae_workdir)
+  strategy = tf.distribute.get_strategy()
+  task = refinement.JointTask(config, strategy)
+  z = tf.random.normal([2, 8, 8, 1])
+  np.testing.assert_allclose(task.generator(z).numpy(), ae_task.decoder(z).numpy(), rtol=1e-5,
+                             atol=1e-6)
+  before = [v.numpy().copy() for v in task.generator.model.variables]
+  metrics = Trainer(task, config, str(tmp_path), strategy, verbose=False).train(2)
+  assert all(np.isfinite(v) for v in metrics.values())
+  for a, b in zip(before, task.generator.model.variables):
+    np.testing.assert_array_equal(a, b.numpy())
+
+
+def test_retrofit_rejects_an_autoencoder_of_other_shapes(trained_autoencoder):
+  config = retrofit_config(trained_autoencoder[0], **{'data.image_size': 32, 'data.channels': 3,
+                                                      'model.gen_width': 16})
+  with pytest.raises(ValueError, match=r'it has image 16x16x1, decoder width 8, latent \[8, 8, 1\]; '
+                     r'config expects image 32x32x3, decoder width 16, latent \[16, 16, 1\]'):
+    refinement.JointTask(config, tf.distribute.get_strategy())

@@ -1,0 +1,106 @@
+"""Joint Hat EBM over a frozen generator the project did not define (SavedModel, factory)."""
+import os
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_hat_ebm import refinement
+from tf_hat_ebm.trainer import Trainer
+
+from conftest import CONFIGS
+
+
+def tiny_decoder():
+  """A user's generator: latents [4] -> sigmoid images [16, 16, 1] in (0, 1)."""
+  tf.keras.utils.set_random_seed(0)
+  return tf.keras.Sequential([
+      tf.keras.layers.Input([4]),
+      tf.keras.layers.Dense(4 * 4 * 4, activation='relu'),
+      tf.keras.layers.Reshape([4, 4, 4]),
+      tf.keras.layers.Conv2DTranspose(1, 4, strides=4, activation='sigmoid'),
+  ])
+
+
+def tiny_joint_config(**overrides):
+  sys.path.insert(0, CONFIGS)
+  import digits_refine  # pylint: disable=g-import-not-at-top
+  config = digits_refine.get_config()
+  config.model.hat_width = 8
+  for chain in (config.langevin, config.sampling):
+    chain.steps = 2
+  config.training.batch_size = 4
+  config.training.num_steps = 2
+  config.training.steps_per_loop = 2
+  config.training.log_every = 2
+  config.training.checkpoint_every = 2
+  config.training.sample_every = 2
+  config.training.num_grid_samples = 4
+  config.optim.hat_lr = 1e-3
+  for key, value in overrides.items():
+    section, name = key.split('.')
+    config[section][name] = value
+  return config
+
+
+@pytest.fixture(scope='module')
+def saved_decoder(tmp_path_factory):
+  path = str(tmp_path_factory.mktemp('user_generator') / 'decoder')
+  tiny_decoder().save(path)
+  return path
+
+
+def savedmodel_config(path, **overrides):
+  return tiny_joint_config(**{'generator.source': 'savedmodel', 'generator.path': path,
+                              'generator.latent_shape': (4,),
+                              'generator.output_range': (0.0, 1.0), **overrides})
+
+
+def test_refinement_over_a_savedmodel_keeps_the_generator_frozen(saved_decoder, tmp_path):
+  config = savedmodel_config(saved_decoder)
+  strategy = tf.distribute.get_strategy()
+  task = refinement.JointTask(config, strategy)
+  g_before = [v.numpy().copy() for v in task.generator.model.variables]
+  hat_before = [v.numpy().copy() for v in task.hat.trainable_variables]
+  metrics = Trainer(task, config, str(tmp_path), strategy, verbose=False).train(2)
+  assert set(metrics) == set(refinement.JointTask.metric_names)
+  assert all(np.isfinite(v) for v in metrics.values())
+  assert metrics['latent_grad_norm'] > 0 and metrics['residual_grad_norm'] > 0
+  for a, b in zip(g_before, task.generator.model.variables):
+    np.testing.assert_array_equal(a, b.numpy())
+  assert any(not np.array_equal(a, b.numpy()) for a, b in zip(hat_before,
+                                                                task.hat.trainable_variables))
+  assert sorted(os.listdir(tmp_path / 'samples')) == [
+      'generator_0000002.png', 'residual_x5_0000002.png', 'samples_0000002.png']
+  # outputs mapped from the declared (0, 1) to the data's [-1, 1]
+  z = tf.random.normal([3, 4])
+  np.testing.assert_allclose(task.generator(z).numpy(),
+                             2.0 * task.generator.model(z).numpy() - 1.0, rtol=1e-5, atol=1e-6)
+
+
+def test_generator_that_does_not_match_the_config_fails_naming_both_shapes(saved_decoder):
+  strategy = tf.distribute.get_strategy()
+  with pytest.raises(ValueError, match=r'maps latents \[4\] to images \[16, 16, 1\]; the config '
+                     r'expects images \[32, 32, 3\]'):
+    refinement.JointTask(savedmodel_config(saved_decoder, **{'data.image_size': 32,
+                                                             'data.channels': 3}), strategy)
+  with pytest.raises(ValueError, match=r'does not accept latents of shape \[5\]'):
+    refinement.JointTask(savedmodel_config(saved_decoder, **{'generator.latent_shape': (5,)}),
+                         strategy)
+
+
+def test_factory_source_and_config_errors():
+  config = tiny_joint_config(**{'generator.source': 'factory',
+                                'generator.path': 'test_refinement:tiny_decoder',
+                                'generator.latent_shape': (4,),
+                                'generator.output_range': (0.0, 1.0)})
+  generator, discriminator = refinement.load_generator(config)
+  assert generator.latent_shape == (4,) and discriminator is None
+  assert not generator.model.trainable
+  config.generator.path = 'no_such_module:fn'
+  with pytest.raises(ValueError, match="cannot import generator factory 'no_such_module:fn'"):
+    refinement.load_generator(config)
+  config.generator.latent_shape = ()
+  with pytest.raises(ValueError, match='needs generator.latent_shape'):
+    refinement.load_generator(config)

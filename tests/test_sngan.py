@@ -1,0 +1,86 @@
+"""SN-GAN baseline: hinge-loss signs, a discriminator step, training, checkpoint and mismatch errors."""
+import os
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_hat_ebm import sngan
+from tf_hat_ebm.trainer import Trainer
+
+from conftest import CONFIGS
+
+
+def tiny_sngan_config(**overrides):
+  sys.path.insert(0, CONFIGS)
+  import digits_sngan  # pylint: disable=g-import-not-at-top
+  config = digits_sngan.get_config()
+  config.model.gen_width = 8
+  config.model.disc_width = 8
+  config.model.z_dim = 4
+  config.training.batch_size = 4
+  config.training.n_dis = 2
+  config.training.num_steps = 2
+  config.training.steps_per_loop = 2
+  config.training.log_every = 2
+  config.training.checkpoint_every = 2
+  config.training.sample_every = 2
+  config.training.num_grid_samples = 4
+  for key, value in overrides.items():
+    section, name = key.split('.')
+    config[section][name] = value
+  return config
+
+
+def test_hinge_losses_signs():
+  real, fake = tf.constant([2.0, 0.5]), tf.constant([-3.0, 0.0])
+  # mean relu(1 - D(real)) + mean relu(1 + D(fake)) = (0 + 0.5)/2 + (0 + 1)/2
+  np.testing.assert_allclose(sngan.discriminator_loss(real, fake, 2).numpy(), 0.75, rtol=1e-6)
+  np.testing.assert_allclose(sngan.generator_loss(fake, 2).numpy(), 1.5, rtol=1e-6)
+  # over a global batch of 4 (two replicas of 2), each replica's share sums to the global mean
+  np.testing.assert_allclose(sngan.discriminator_loss(real, fake, 4).numpy(), 0.375, rtol=1e-6)
+
+
+def test_discriminator_step_raises_d_on_data_and_lowers_it_on_samples():
+  task = sngan.SNGANTask(tiny_sngan_config(**{'optim.disc_lr': 1e-3}), tf.distribute.get_strategy())
+  real = tf.fill([4, 16, 16, 1], 0.9)
+  fake = -real
+  for _ in range(10):  # converge the power iterations, so the step alone moves D
+    task.discriminator(real, training=True)
+  before = [float(tf.reduce_mean(task.discriminator(x))) for x in (real, fake)]
+  task.discriminator_step(real, fake)
+  after = [float(tf.reduce_mean(task.discriminator(x))) for x in (real, fake)]
+  assert after[0] > before[0] and after[1] < before[1]
+  assert int(task.disc_opt.iterations.numpy()) == 1 and int(task.gen_opt.iterations.numpy()) == 0
+
+
+def test_spectral_norm_bounds_the_kernel():
+  layer = sngan.SpectralNormalization(tf.keras.layers.Dense(3), power_iterations=20)
+  layer(tf.ones([1, 5]), training=True)
+  layer.kernel.assign(layer.kernel * 10.0)
+  tf.function(lambda x: layer(x, training=True))(tf.ones([1, 5]))  # graph-safe
+  np.testing.assert_allclose(np.linalg.svd(layer.kernel.numpy(), compute_uv=False)[0], 1.0,
+                             rtol=1e-3)
+
+
+def test_training_saves_g_and_d_and_loader_rejects_a_mismatch(tmp_path):
+  config = tiny_sngan_config()
+  strategy = tf.distribute.get_strategy()
+  task = sngan.SNGANTask(config, strategy)
+  trainer = Trainer(task, config, str(tmp_path), strategy, verbose=False)
+  metrics = trainer.train(2)
+  assert set(metrics) == set(sngan.SNGANTask.metric_names)
+  assert all(np.isfinite(v) for v in metrics.values())
+  assert int(task.gen_opt.iterations.numpy()) == 2 and int(task.disc_opt.iterations.numpy()) == 4
+  assert sorted(os.listdir(tmp_path / 'samples')) == ['samples_0000002.png']
+  g, d = sngan.load_pretrained(str(tmp_path), config.model, 16, 1)
+  z = tf.random.normal([2, 4])
+  np.testing.assert_allclose(g(z).numpy(), task.generator(z).numpy(), rtol=1e-5, atol=1e-6)
+  assert not g.trainable and not d.trainable
+  x = tf.random.normal([2, 16, 16, 1])
+  np.testing.assert_allclose(d(x).numpy(), task.discriminator(x).numpy(), rtol=1e-5, atol=1e-6)
+  wrong = tiny_sngan_config(**{'model.z_dim': 8, 'model.gen_width': 16})
+  with pytest.raises(ValueError, match=r'checkpoint has image 16x16x1, generator width 8, '
+                     r'latent \[4\]; config expects image 32x32x3, generator width 16, latent \[8\]'):
+    sngan.load_pretrained(str(tmp_path), wrong.model, 32, 3)
