@@ -21,9 +21,15 @@ def _build_synthesis(config, strategy):
   return SynthesisTask(config, strategy)
 
 
+def _build_joint(config, strategy):
+  # The frozen generator is reloaded from config.generator; the checkpoint holds the hat network.
+  from tf_hat_ebm.refinement import JointTask  # pylint: disable=g-import-not-at-top
+  return JointTask(config, strategy)
+
+
 # experiment name (config.experiment) -> builder(config, strategy) -> task with `hat`,
 # `generator`, `sampling_settings` and `checkpoint_items()`.
-TASK_BUILDERS = {'synthesis': _build_synthesis}
+TASK_BUILDERS = {'synthesis': _build_synthesis, 'joint': _build_joint}
 
 
 def register_task(experiment, builder):

@@ -7,8 +7,8 @@ and its workdir give the same samples for the same seed. Loading needs TensorFlo
   x = model.sample(num_samples=16, seed=0)['images']        # [16, size, size, channels] in [-1, 1]
   e = model.energy(x)['energy']                              # [16], higher = less likely
 
-Joint (refinement / retrofit) models add `refine(latents)`: subclass `HatEBMModule`, define the
-tf.function and return it from `extra_signatures()`.
+Joint (refinement / retrofit) models (`JointHatEBMModule`) move Y and Z along the chain and add
+`refine(latents)`: the joint chain from given latents, e.g. a GAN's own samples' latents.
 """
 import dataclasses
 
@@ -153,8 +153,84 @@ def _synthesis_module(task, config, path_steps=None):
                       path_steps=path_steps)
 
 
-# config.experiment -> module builder(task, config, path_steps); joint models register theirs.
-MODULE_BUILDERS = {'synthesis': _synthesis_module}
+class _FrozenGeneratorCall:
+  """G as the joint sampler needs it (callable + latent_shape), reached without tracking Keras."""
+
+  def __init__(self, generator):
+    self._fn = lambda z, training=False: generator(z, training=training)
+    self.latent_shape = tuple(int(d) for d in generator.latent_shape)
+
+  def __call__(self, z, training=False):
+    return self._fn(z, training=training)
+
+
+class JointHatEBMModule(HatEBMModule):
+  """Joint (refinement / retrofit) models: chains move both Y and Z through the frozen G.
+
+  `sample` starts from Z0 ~ N(0, I), `refine(latents)` from given latents (e.g. a GAN's own);
+  both return images X = G(Z_K) + Y_K, generator_images G(Z_K), residuals Y_K and latents Z_K.
+  """
+
+  def __init__(self, hat, generator, settings, image_shape, path_steps=None, name='joint_hat_ebm'):
+    super().__init__(hat, generator, settings, image_shape, path_steps, name)
+    self._generator_call = _FrozenGeneratorCall(generator)
+
+  def _chain(self, z, y, steps):
+    settings = dataclasses.replace(self._settings, steps=steps)
+    z, y, g_z, _ = langevin.sample_joint(self._hat_fn, self._generator_call, self.rng, settings,
+                                         z0=z, y0=y)
+    return z, y, g_z
+
+  def _outputs(self, z, y, g_z):
+    return {'images': clip_images(g_z + y), 'generator_images': g_z, 'residuals': y,
+            'latents': z}
+
+  @tf.function(input_signature=[tf.TensorSpec([], tf.int32, name='num_samples'),
+                                tf.TensorSpec([], tf.int64, name='seed')])
+  def sample(self, num_samples, seed):
+    tf.debugging.assert_positive(num_samples, message='sample: num_samples must be >= 1')
+    self.rng.reset_from_seed(seed)
+    z = self.rng.normal(tf.stack([num_samples, *self._latent_shape]))
+    return self._outputs(*self._chain(z, None, self._settings.steps))
+
+  @tf.function(input_signature=[tf.TensorSpec([], tf.int32, name='num_samples'),
+                                tf.TensorSpec([], tf.int64, name='seed')])
+  def sample_path(self, num_samples, seed):
+    """The chains of `sample` at `path_steps`: [steps, N, ...] images, G(Z), Y and Z."""
+    self.rng.reset_from_seed(seed)
+    z = self.rng.normal(tf.stack([num_samples, *self._latent_shape]))
+    y, g_z = None, tf.cast(self._generator_call(z), tf.float32)
+    xs, gs, ys, done = [], [], [], 0
+    for step in self._path_steps:
+      if step > done:
+        z, y, g_z = self._chain(z, y, step - done)
+      done = step
+      y_now = tf.zeros_like(g_z) if y is None else y
+      xs.append(clip_images(g_z + y_now))
+      gs.append(g_z)
+      ys.append(y_now)
+    return {'images': tf.stack(xs), 'generator_images': tf.stack(gs), 'residuals': tf.stack(ys),
+            'steps': tf.identity(self.path_steps)}
+
+  @tf.function
+  def refine(self, latents):
+    """The configured joint chain from the given latents (deterministic: seed 0)."""
+    self.rng.reset_from_seed(0)
+    return self._outputs(*self._chain(tf.cast(latents, tf.float32), None, self._settings.steps))
+
+  def extra_signatures(self):
+    spec = tf.TensorSpec([None, *self._latent_shape], tf.float32, name='latents')
+    return {'refine': self.refine.get_concrete_function(spec)}
+
+
+def _joint_module(task, config, path_steps=None):
+  return JointHatEBMModule(task.hat, task.generator, task.sampling_settings,
+                           (config.data.image_size, config.data.image_size, config.data.channels),
+                           path_steps=path_steps)
+
+
+# config.experiment -> module builder(task, config, path_steps).
+MODULE_BUILDERS = {'synthesis': _synthesis_module, 'joint': _joint_module}
 
 
 def build_module(run, path_steps=None):
