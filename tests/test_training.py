@@ -209,3 +209,15 @@ def test_rollback_restores_last_good_checkpoint_and_lowers_learning_rate(tmp_pat
   drift = max(float(np.max(np.abs(a - b.numpy())))
               for a, b in zip(good, task.hat.trainable_variables))
   assert drift < 1e-3  # two steps at an effective lr of 1e-5 from the restored weights
+
+
+def test_resume_checkpoints_rotate_and_archived_snapshots_stay(tmp_path):
+  config = tiny_config(**{'training.keep_checkpoints': 1, 'training.archive_every': 2})
+  strategy = tf.distribute.get_strategy()
+  Trainer(SynthesisTask(config, strategy), config, str(tmp_path), strategy,
+          verbose=False).train(6)
+  ckpt = tmp_path / 'checkpoints'
+  assert tf.train.get_checkpoint_state(str(ckpt)).all_model_checkpoint_paths == [
+      str(ckpt / 'ckpt-6')]
+  archived = tf.train.get_checkpoint_state(str(ckpt / 'archive')).all_model_checkpoint_paths
+  assert [os.path.basename(p) for p in archived] == ['ckpt-2', 'ckpt-4', 'ckpt-6']

@@ -56,7 +56,8 @@ def base_config():
   training.steps_per_loop = 10    # training steps per host call
   training.log_every = 50
   training.checkpoint_every = 1000
-  training.keep_checkpoints = 3
+  training.keep_checkpoints = 3     # resume checkpoints: frequent, the last few kept
+  training.archive_every = 10_000   # archived snapshots in checkpoints/archive/: rare, all kept
   training.sample_every = 1000
   training.num_grid_samples = 64
   training.data_eps = 1e-3

@@ -62,6 +62,11 @@ class Trainer:
                    os.path.join(self.ckpt_dir, f'.tmp_worker{self.worker_index}'))
     self.manager = tf.train.CheckpointManager(self.checkpoint, write_dir, max_to_keep=keep,
                                               step_counter=self.step)
+    # Archived snapshots of the replicated state, never deleted (score_sde's checkpoints-meta vs
+    # checkpoints split), written by the chief only.
+    self.archive = (tf.train.CheckpointManager(
+        self.checkpoint, os.path.join(self.ckpt_dir, 'archive'), max_to_keep=None,
+        step_counter=self.step) if self.is_chief else None)
     self._stop_requested = False
     self._rollbacks = 0
 
@@ -155,7 +160,8 @@ class Trainer:
     """Steps until the next event (log, checkpoint, grid, end), at most steps_per_loop."""
     t = self.config.training
     n = min(t.steps_per_loop, end - step)
-    for every in (t.log_every, t.checkpoint_every, t.sample_every, _eval_every(t)):
+    for every in (t.log_every, t.checkpoint_every, t.sample_every, t.archive_every,
+                  _eval_every(t)):
       if every and every > 0:
         n = min(n, every - step % every)
     return max(n, 1)
@@ -209,6 +215,8 @@ class Trainer:
           self.write_grids(writer, step)
         if _due(step, t.checkpoint_every) or step == end:
           self.save(step)
+        if self.archive is not None and _due(step, t.archive_every):
+          self.archive.save(checkpoint_number=step)
       if self._stop_requested and step < end:
         self.save(step)
         self._log(f'\nStopped by SIGTERM at step {step}; checkpoint written.')
