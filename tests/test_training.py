@@ -221,3 +221,19 @@ def test_resume_checkpoints_rotate_and_archived_snapshots_stay(tmp_path):
       str(ckpt / 'ckpt-6')]
   archived = tf.train.get_checkpoint_state(str(ckpt / 'archive')).all_model_checkpoint_paths
   assert [os.path.basename(p) for p in archived] == ['ckpt-2', 'ckpt-4', 'ckpt-6']
+
+
+def test_truncated_checkpoint_is_a_clear_error_and_is_left_in_place(tmp_path):
+  strategy = tf.distribute.get_strategy()
+  config = tiny_config()
+  Trainer(SynthesisTask(config, strategy), config, str(tmp_path), strategy,
+          verbose=False).train(2)
+  ckpt = tmp_path / 'checkpoints'
+  data = [p for p in os.listdir(ckpt) if p.startswith('ckpt-2.data')][0]
+  with open(ckpt / data, 'r+b') as f:
+    f.truncate(100)
+  before = sorted(os.listdir(ckpt))
+  with pytest.raises(ValueError, match=r'cannot restore checkpoint .*ckpt-2'):
+    Trainer(SynthesisTask(config, strategy), config, str(tmp_path), strategy,
+            verbose=False).train(4)
+  assert sorted(os.listdir(ckpt)) == before and os.path.getsize(ckpt / data) == 100

@@ -92,9 +92,11 @@ class Trainer:
         if not tf.io.gfile.exists(local + '.index'):
           raise ValueError(f'replica-local state {local} of this worker is missing')
         self.local_checkpoint.restore(local).assert_existing_objects_matched()
-    except (tf.errors.OpError, AssertionError, ValueError) as e:
-      raise ValueError(f'cannot restore checkpoint {path}: '
-                       f'{str(e).strip().splitlines()[0]}') from e
+    except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
+      # IndexError: what TF's reader raises on a truncated file ("Read less bytes than requested").
+      detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+      raise ValueError(f'cannot restore checkpoint {path} (corrupt or truncated?): {detail}; '
+                       'it was left as it is') from e
 
   def save(self, step):
     """Writes a checkpoint of the current (finite) state at `step`, on every worker."""
