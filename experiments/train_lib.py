@@ -1,0 +1,45 @@
+"""The absl main shared by every training script: flags, strategy, task, train.
+
+  --config   ml_collections config file (locked: a misspelt override is an error)
+  --workdir  run directory (default: workdir/<config name>); rerunning resumes from it
+  --tpu      TPU name or "local" for TPUStrategy (else TF_CONFIG / GPUs / default)
+  --allow_config_change  resume a workdir made by a config with other networks, data or batch
+The task comes from the config's `experiment` (run_lib.task_class).
+"""
+import os
+
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')  # keep the console for progress and errors
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+from ml_collections import config_flags  # noqa: E402
+
+CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configs')
+FLAGS = flags.FLAGS
+
+
+def define_flags(default_config):
+  """Defines the training flags; `default_config` is a file name in experiments/configs/."""
+  config_flags.DEFINE_config_file('config', os.path.join(CONFIGS, default_config),
+                                  'Experiment config file.', lock_config=True)
+  flags.DEFINE_string('workdir', None, 'Run directory (default: workdir/<config name>).')
+  flags.DEFINE_string('tpu', None, 'TPU name, or "local", for TPUStrategy.')
+  flags.DEFINE_bool('allow_config_change', False,
+                    'Resume a workdir whose networks, data or batch differ from --config.')
+
+
+def main(argv):
+  del argv
+  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm import run_lib
+  import tpu_utils
+  config = FLAGS.config
+  workdir = FLAGS.workdir or os.path.join('workdir', config.name)
+  run_lib.main_guard(lambda: run_lib.train(
+      run_lib.task_class(config), config, workdir, tpu_utils.make_strategy(FLAGS.tpu),
+      allow_config_change=FLAGS.allow_config_change))
+
+
+def run(default_config):
+  define_flags(default_config)
+  app.run(main)
