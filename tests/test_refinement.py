@@ -104,3 +104,20 @@ def test_factory_source_and_config_errors():
   config.generator.latent_shape = ()
   with pytest.raises(ValueError, match='needs generator.latent_shape'):
     refinement.load_generator(config)
+
+
+def test_divergence_rollback_serves_the_joint_task_too(saved_decoder, tmp_path):
+  strategy = tf.distribute.get_strategy()
+  config = savedmodel_config(saved_decoder)
+  Trainer(refinement.JointTask(config, strategy), config, str(tmp_path), strategy,
+          verbose=False).train(2)
+  absurd = savedmodel_config(saved_decoder, **{
+      'optim.hat_lr': 1e30, 'training.rollback_on_divergence': True,
+      'training.rollback_lr_factor': 1e-34, 'training.max_rollbacks': 1,
+      'training.num_steps': 4})
+  task = refinement.JointTask(absurd, strategy)
+  trainer = Trainer(task, absurd, str(tmp_path), strategy, verbose=False)
+  metrics = trainer.train()
+  assert trainer._rollbacks == 1  # pylint: disable=protected-access
+  assert int(trainer.step.numpy()) == 4 and all(np.isfinite(v) for v in metrics.values())
+  np.testing.assert_allclose(float(task.lr_scale.numpy()), 1e-34, rtol=1e-4)

@@ -133,13 +133,15 @@ class AutoencoderTask:
                              config.model.enc_width).build_for_input()
       self.decoder = make_decoder(config)
       self.variables = self.encoder.trainable_variables + self.decoder.trainable_variables
-      self.opt = optim.make_adam(config.optim, config.optim.ae_lr, self.variables)
+      self.lr_scale = tf.Variable(1.0, trainable=False, name='lr_scale')  # lowered by rollback
+      self.opt = optim.make_adam(config.optim, config.optim.ae_lr, self.variables, self.lr_scale)
       self.rng = tf.random.Generator.from_seed(config.seed)
       self.grid_rng = tf.random.Generator.from_seed(config.seed + 1)
     self._eval_fn = None
 
   def checkpoint_items(self):
-    return dict(encoder=self.encoder, decoder=self.decoder, optimizer=self.opt, rng=self.rng)
+    return dict(encoder=self.encoder, decoder=self.decoder, optimizer=self.opt, rng=self.rng,
+                lr_scale=self.lr_scale)
 
   def initialize(self):
     pass

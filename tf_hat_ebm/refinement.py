@@ -174,14 +174,15 @@ class JointTask:
       else:
         self.generator, self.discriminator = generator, None
       self.hat = nets.make_hat(config.model, data.image_size, data.channels)
+      self.lr_scale = tf.Variable(1.0, trainable=False, name='lr_scale')  # lowered by rollback
       self.hat_opt = optim.make_adam(config.optim, config.optim.hat_lr,
-                                     self.hat.trainable_variables)
+                                     self.hat.trainable_variables, self.lr_scale)
       self.rng = tf.random.Generator.from_seed(config.seed)
       self.grid_rng = tf.random.Generator.from_seed(config.seed + 1)
 
   def checkpoint_items(self):
     # The generator is not saved: it is frozen and comes from config.generator on every start.
-    return dict(hat=self.hat, hat_optimizer=self.hat_opt, rng=self.rng)
+    return dict(hat=self.hat, hat_optimizer=self.hat_opt, rng=self.rng, lr_scale=self.lr_scale)
 
   def initialize(self):
     pass

@@ -117,16 +117,18 @@ class SNGANTask:
     with strategy.scope():
       self.generator = nets.make_generator(config.model, data.image_size, data.channels)
       self.discriminator = make_discriminator(config.model, data.image_size, data.channels)
+      self.lr_scale = tf.Variable(1.0, trainable=False, name='lr_scale')  # lowered by rollback
       self.gen_opt = optim.make_adam(config.optim, config.optim.gen_lr,
-                                     self.generator.trainable_variables)
+                                     self.generator.trainable_variables, self.lr_scale)
       self.disc_opt = optim.make_adam(config.optim, config.optim.disc_lr,
-                                      self.discriminator.trainable_variables)
+                                      self.discriminator.trainable_variables, self.lr_scale)
       self.rng = tf.random.Generator.from_seed(config.seed)
       self.grid_rng = tf.random.Generator.from_seed(config.seed + 1)
 
   def checkpoint_items(self):
     return dict(generator=self.generator, discriminator=self.discriminator,
-                gen_optimizer=self.gen_opt, disc_optimizer=self.disc_opt, rng=self.rng)
+                gen_optimizer=self.gen_opt, disc_optimizer=self.disc_opt, rng=self.rng,
+                lr_scale=self.lr_scale)
 
   def initialize(self):
     pass
