@@ -49,3 +49,19 @@ def apply_gradients(optimizer, loss_fn, variables, clip_norm=None):
     grads, _ = tf.clip_by_global_norm(grads, clip_norm, use_norm=grad_norm)
   optimizer.apply_gradients(zip(grads, variables), skip_gradients_aggregation=True)
   return loss, grad_norm
+
+
+def ebm_update(hat, optimizer, x_pos, x_neg, temperature, global_batch_size, clip_norm=None):
+  """One ML step of the hat network on positives X+ and negatives X- (paper eq. 4/8).
+
+  Returns (loss as this replica's share, global gradient norm, mean H(X+), mean H(X-)).
+  """
+  energies = {}
+
+  def loss_fn():
+    energies['pos'], energies['neg'] = hat(x_pos), hat(x_neg)
+    return ml_loss(energies['pos'], energies['neg'], temperature, global_batch_size)
+
+  loss, grad_norm = apply_gradients(optimizer, loss_fn, hat.trainable_variables, clip_norm)
+  return (loss, grad_norm, tf.reduce_mean(tf.cast(energies['pos'], tf.float32)),
+          tf.reduce_mean(tf.cast(energies['neg'], tf.float32)))

@@ -196,17 +196,9 @@ class JointTask:
     _, y, g_z, diag = langevin.sample_joint(self.hat, self.generator, self.rng, self.settings,
                                             batch_size=self.batch)
     x_neg = tf.stop_gradient(g_z + y)
-    energies = {}
-
-    def ebm_loss():
-      energies['pos'], energies['neg'] = self.hat(x_pos), self.hat(x_neg)
-      return learning.ml_loss(energies['pos'], energies['neg'], self.settings.temperature,
-                              self.global_batch)
-
-    ebm_value, hat_norm = learning.apply_gradients(
-        self.hat_opt, ebm_loss, self.hat.trainable_variables, self.config.optim.hat_clip_norm)
-    e_pos = tf.reduce_mean(tf.cast(energies['pos'], tf.float32))
-    e_neg = tf.reduce_mean(tf.cast(energies['neg'], tf.float32))
+    ebm_value, hat_norm, e_pos, e_neg = learning.ebm_update(
+        self.hat, self.hat_opt, x_pos, x_neg, self.settings.temperature, self.global_batch,
+        self.config.optim.hat_clip_norm)
     return dict(energy_diff=e_pos - e_neg,
                 ebm_loss=ebm_value * self.strategy.num_replicas_in_sync, hat_grad_norm=hat_norm,
                 energy_pos=e_pos, energy_neg=e_neg, **diag)

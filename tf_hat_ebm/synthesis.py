@@ -86,15 +86,9 @@ class SynthesisTask:
     y, diag = self._sampler(g_z, z)
     x_neg = tf.stop_gradient(g_z + y)
 
-    energies = {}
-
-    def ebm_loss():
-      energies['pos'], energies['neg'] = self.hat(x_pos), self.hat(x_neg)
-      return learning.ml_loss(energies['pos'], energies['neg'], self.settings.temperature,
-                              self.global_batch)
-
-    ebm_value, hat_norm = learning.apply_gradients(
-        self.hat_opt, ebm_loss, self.hat.trainable_variables, ocfg.hat_clip_norm)
+    ebm_value, hat_norm, e_pos, e_neg = learning.ebm_update(
+        self.hat, self.hat_opt, x_pos, x_neg, self.settings.temperature, self.global_batch,
+        ocfg.hat_clip_norm)
 
     if self.bank is not None:
       indices = self.bank.choose(self.rng, self.batch)
@@ -112,8 +106,6 @@ class SynthesisTask:
       self.bank.overwrite(indices, z, x_neg)
 
     replicas = self.strategy.num_replicas_in_sync
-    e_pos = tf.reduce_mean(tf.cast(energies['pos'], tf.float32))
-    e_neg = tf.reduce_mean(tf.cast(energies['neg'], tf.float32))
     return dict(energy_diff=e_pos - e_neg, ebm_loss=ebm_value * replicas,
                 gen_loss=gen_value * replicas, hat_grad_norm=hat_norm, gen_grad_norm=gen_norm,
                 residual_grad_norm=diag['residual_grad_norm'], residual_abs=diag['residual_abs'],
