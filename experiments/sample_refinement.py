@@ -6,8 +6,11 @@ r"""Side-by-side samples of a joint Hat EBM run: the generator alone, DDLS and t
 
 All three start from the same latents Z0 ~ N(0, I): G(Z0); DDLS (Langevin in z on
 ||z||^2/2 - D(G(z)), config.ddls); the Hat EBM's joint chain (config.sampling), X = G(Z_K) + Y_K.
-Writes <workdir>/compare/{generator,ddls,hat_ebm,side_by_side}.png; for the digits also prints and
-writes scores.json (classifier confidence, digit Inception-Score analogue, nearest-train distance).
+Writes <workdir>/compare/{generator,ddls,hat_ebm,side_by_side}.png (the first --num samples). For
+the digits it also prints and writes scores.json: per method, the small-data FID against the train
+split (features of the cached digits classifier, --fid_samples samples, --fid_runs runs, mean and
+std), the classifier confidence, a digit Inception-Score analogue and the nearest-train distance,
+with the real test digits as the reference row.
 """
 import json
 import os
@@ -17,12 +20,11 @@ from absl import app
 from absl import flags
 from ml_collections import config_flags
 import numpy as np
-import tensorflow as tf
 
 from tf_hat_ebm import images as images_lib
-from tf_hat_ebm import langevin
 from tf_hat_ebm import run_lib
-from tf_hat_ebm.refinement import JointTask
+from tf_hat_ebm.evaluation import compare
+from tf_hat_ebm.evaluation import features
 
 _CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configs')
 config_flags.DEFINE_config_file('config', os.path.join(_CONFIGS, 'digits_refine.py'),
@@ -31,26 +33,11 @@ flags.DEFINE_string('workdir', None, 'Run directory (default: workdir/<config na
 flags.DEFINE_string('out', None, 'Output directory (default: <workdir>/compare).')
 flags.DEFINE_integer('num', 100, 'Samples per method.')
 flags.DEFINE_integer('seed', 0, 'Seed of Z0 and of the chains.')
+flags.DEFINE_integer('fid_samples', 1000, 'Digits: samples per method and run for the small-data '
+                     'FID (0: no FID).')
+flags.DEFINE_integer('fid_runs', 2, 'Digits: independent sample sets for the FID (mean +- std).')
+flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.')
 FLAGS = flags.FLAGS
-
-
-def sample_all(config, workdir, num, seed):
-  """{'generator', 'ddls' (when the generator comes with a discriminator), 'hat_ebm'} numpy."""
-  task = JointTask(config, tf.distribute.get_strategy())
-  latest = tf.train.latest_checkpoint(os.path.join(workdir, 'checkpoints'))
-  if latest is None:
-    raise FileNotFoundError(f'no checkpoint in {workdir}/checkpoints; train the Hat EBM first')
-  tf.train.Checkpoint(hat=task.hat).restore(latest).expect_partial()
-  rng = tf.random.Generator.from_seed(seed)
-  z0 = rng.normal([num, *task.generator.latent_shape])
-  out = {'generator': langevin.generate(task.generator, z0).numpy()}
-  if task.discriminator is not None:
-    ddls = langevin.DDLSSettings.from_config(config.ddls)
-    out['ddls'] = tf.function(lambda z: langevin.sample_ddls(
-        task.discriminator, task.generator, rng, ddls, z0=z)[1])(z0).numpy()
-  out['hat_ebm'] = tf.function(lambda z: task.replica_sample(
-      rng, num, task.sampling_settings, z0=z)[0])(z0).numpy()
-  return out, int(latest.rsplit('-', 1)[-1])
 
 
 def write(samples, out_dir):
@@ -70,18 +57,24 @@ def main(argv):
   out_dir = FLAGS.out or os.path.join(workdir, 'compare')
 
   def run():
-    samples, step = sample_all(config, workdir, FLAGS.num, FLAGS.seed)
+    task, step = compare.load_task(config, workdir)
+    sampler = compare.make_sampler(task, config)
+    samples = compare.sample_all(task, sampler, FLAGS.num, FLAGS.seed, FLAGS.batch_size)
     write(samples, out_dir)
     print(f'{config.name} at step {step}: wrote {", ".join(samples)} and side_by_side.png '
           f'(left to right) to {out_dir}')
     if config.data.name == 'digits':
-      from tf_hat_ebm import digits_eval  # pylint: disable=g-import-not-at-top
-      table = {name: digits_eval.scores(x) for name, x in samples.items()}
-      table['test digits'] = digits_eval.scores(digits_eval.test_digits(config.data.image_size))
+      net = (features.classifier_features(config.data, workdir)
+             if FLAGS.fid_samples > 0 else None)
+      table = compare.digits_table(task, sampler, config, samples, net, workdir, FLAGS.fid_samples,
+                           FLAGS.fid_runs, FLAGS.seed, FLAGS.batch_size)
+      if FLAGS.fid_samples > 0:
+        print(f'FID: {FLAGS.fid_runs} x {FLAGS.fid_samples} samples per method against the '
+              f'train split, digits classifier features; lower is better')
       for name, s in table.items():
         print(f'  {name:12s} ' + '  '.join(f'{k} {v:.3f}' for k, v in s.items()))
       with open(os.path.join(out_dir, 'scores.json'), 'w') as f:
-        json.dump(table, f, indent=2)
+        json.dump(dict(step=step, **table), f, indent=2)
 
   run_lib.main_guard(run)
 

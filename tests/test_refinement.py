@@ -121,3 +121,40 @@ def test_divergence_rollback_serves_the_joint_task_too(saved_decoder, tmp_path):
   assert trainer._rollbacks == 1  # pylint: disable=protected-access
   assert int(trainer.step.numpy()) == 4 and all(np.isfinite(v) for v in metrics.values())
   np.testing.assert_allclose(float(task.lr_scale.numpy()), 1e-34, rtol=1e-4)
+
+
+def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved_decoder,
+                                                                           tmp_path):
+  from tf_hat_ebm import digits_eval  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.evaluation import compare  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.evaluation import features  # pylint: disable=g-import-not-at-top
+  config = savedmodel_config(saved_decoder)
+  strategy = tf.distribute.get_strategy()
+  workdir = str(tmp_path / 'run')
+  with pytest.raises(FileNotFoundError, match='train the Hat EBM first'):
+    compare.load_task(config, workdir)
+  Trainer(refinement.JointTask(config, strategy), config, workdir, strategy,
+          verbose=False).train(2)
+  task, step = compare.load_task(config, workdir)
+  assert step == 2
+  sampler = compare.make_sampler(task, config)
+  first = compare.sample_all(task, sampler, 6, seed=3, batch_size=4)  # batches of 4 and 2
+  assert set(first) == {'generator', 'hat_ebm'}  # no discriminator: no DDLS
+  assert all(x.shape == (6, 16, 16, 1) and np.abs(x).max() <= 1.0 for x in first.values())
+  again = compare.sample_all(task, sampler, 6, seed=3, batch_size=4)
+  np.testing.assert_array_equal(first['hat_ebm'], again['hat_ebm'])  # seeded: reproducible
+  z0 = tf.random.Generator.from_seed(3).normal([4, 4])  # Z0 of the first batch
+  np.testing.assert_allclose(first['generator'][:4], task.generator(z0).numpy(), atol=1e-6)
+  assert not np.allclose(first['hat_ebm'], first['generator'])  # the chain moved
+  net = features.classifier_features(config.data, str(tmp_path), epochs=1, verbose=False)
+  table = compare.digits_table(task, sampler, config, first, net, str(tmp_path), fid_samples=40,
+                               fid_runs=2, batch_size=20)
+  assert set(table) == {'generator', 'hat_ebm', 'test digits'}
+  for row in table.values():
+    assert set(row) == {'confidence', 'digit_is', 'nn_dist', 'fid', 'fid_std'}
+    assert all(np.isfinite(v) for v in row.values()) and row['fid_std'] >= 0.0
+  # real digits are far closer to the train split than the user's untrained decoder
+  assert table['test digits']['fid'] < table['generator']['fid'] / 5
+  assert table['test digits'] == {
+      **digits_eval.scores(digits_eval.test_digits(config.data)),
+      'fid': table['test digits']['fid'], 'fid_std': 0.0}

@@ -41,7 +41,7 @@ def scores(images):
           'nn_dist': float(np.sqrt(np.maximum(d2.min(axis=1), 0)).mean())}
 
 
-def test_digits(size):
-  """The test split at `size`x`size` (reference scores of real digits)."""
-  images, _ = data_lib.digits_arrays('test')
-  return np.repeat(np.repeat(images, size // 8, axis=1), size // 8, axis=2)
+def test_digits(data_cfg):
+  """The test split as the model sees it (data_cfg's size and upscaling): the reference scores."""
+  ds = data_lib.eval_dataset(data_cfg, data_cfg.test_split, batch_size=10_000)
+  return np.concatenate([x.numpy() for x in ds])

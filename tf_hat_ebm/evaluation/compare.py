@@ -1,0 +1,82 @@
+"""Side-by-side comparison of a joint Hat EBM's samples with its generator's and DDLS's.
+
+Every method starts from the same latents Z0 ~ N(0, I): the generator alone G(Z0); DDLS (Langevin
+in z on ||z||^2/2 - D(G(z)), when the generator comes with a discriminator); the Hat EBM's joint
+chain, X = G(Z_K) + Y_K. On the digits, `digits_table` scores each method (small-data FID with the
+digits classifier's features, and digits_eval's scores) with the real test digits as reference.
+"""
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from tf_hat_ebm import digits_eval
+from tf_hat_ebm import langevin
+from tf_hat_ebm.evaluation import fid
+from tf_hat_ebm.refinement import JointTask
+
+
+def load_task(config, workdir):
+  """The joint task of `workdir` with its latest hat network; (task, step)."""
+  task = JointTask(config, tf.distribute.get_strategy())
+  latest = tf.train.latest_checkpoint(os.path.join(workdir, 'checkpoints'))
+  if latest is None:
+    raise FileNotFoundError(f'no checkpoint in {workdir}/checkpoints; train the Hat EBM first')
+  tf.train.Checkpoint(hat=task.hat).restore(latest).expect_partial()
+  return task, int(latest.rsplit('-', 1)[-1])
+
+
+def make_sampler(task, config):
+  """f(z0, seed) -> {'generator', 'ddls' (when G comes with a discriminator), 'hat_ebm'} tensors.
+
+  Every method starts from the same Z0; the chains' noise comes from a generator seeded `seed`.
+  """
+  ddls = langevin.DDLSSettings.from_config(config.ddls)
+  rng = tf.random.Generator.from_seed(0)
+
+  @tf.function
+  def sample(z0, seed):
+    rng.reset_from_seed(seed)
+    out = {'generator': langevin.generate(task.generator, z0)}
+    if task.discriminator is not None:
+      out['ddls'] = langevin.sample_ddls(task.discriminator, task.generator, rng, ddls, z0=z0)[1]
+    out['hat_ebm'] = task.replica_sample(rng, tf.shape(z0)[0], task.sampling_settings, z0=z0)[0]
+    # every method is scored as an image in the data range, as the Hat EBM's samples are
+    return {k: tf.clip_by_value(v, -1.0, 1.0) for k, v in out.items()}
+
+  return sample
+
+
+def sample_all(task, sampler, num, seed, batch_size=250):
+  """`num` samples of every method, in batches; Z0 of batch b from seed + b."""
+  parts = []
+  for b, start in enumerate(range(0, num, batch_size)):
+    n = min(batch_size, num - start)
+    z0 = tf.random.Generator.from_seed(seed + b).normal([n, *task.generator.latent_shape])
+    parts.append({k: v.numpy() for k, v in sampler(z0, tf.constant(seed + b, tf.int64)).items()})
+  return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def digits_table(task, sampler, config, first, feature_net, cache_dir, fid_samples=1000,
+                 fid_runs=2, seed=0, batch_size=250):
+  """Scores of every method and of the real test digits.
+
+  `first` are the grid samples ({method: images}); the FID of each method is the mean and std over
+  `fid_runs` fresh sets of `fid_samples` (none when 0), against the train split's features.
+  """
+  table = {name: digits_eval.scores(x) for name, x in first.items()}
+  table['test digits'] = digits_eval.scores(digits_eval.test_digits(config.data))
+  if fid_samples > 0:
+    data = config.data
+    train = fid.data_activations(data, data.train_split, feature_net, cache_dir, verbose=False)
+    test = fid.data_activations(data, data.test_split, feature_net, cache_dir, verbose=False)
+    runs = {name: [] for name in first}
+    for r in range(fid_runs):
+      samples = sample_all(task, sampler, fid_samples, seed + 1_000_003 * (r + 1), batch_size)
+      for name, x in samples.items():
+        acts = fid.activations([x], feature_net, verbose=False)
+        runs[name].append(fid.frechet_distance(train, acts))
+    for name, values in runs.items():
+      table[name]['fid'], table[name]['fid_std'] = fid.mean_std(values)
+    table['test digits'].update(fid=fid.frechet_distance(train, test), fid_std=0.0)
+  return table
