@@ -1,4 +1,5 @@
 """OOD detection: AUROC on constructed energies, the offline digits sets, the whole evaluation."""
+import ml_collections
 import numpy as np
 import pytest
 
@@ -41,3 +42,14 @@ def test_evaluate_reports_every_set(trained_workdir):
   assert set(result['sets']) == {'inverted_digits', 'uniform_noise'}
   for r in result['sets'].values():
     assert 0.0 <= r['auroc'] <= 1.0 and r['num'] == 20
+
+
+def test_resampled_digits_use_the_other_upscaling_than_the_data():
+  cfg = ml_collections.ConfigDict(dict(name='digits', image_size=16, channels=1,
+                                       test_split='test', resize_method='bilinear'))
+  blocky = ood.offline_set('resampled_digits', cfg, 5)
+  np.testing.assert_array_equal(blocky[:, ::2, ::2], blocky[:, 1::2, 1::2])  # 2x2 blocks
+  cfg.resize_method = 'nearest'
+  smooth = ood.offline_set('resampled_digits', cfg, 5)
+  assert not np.array_equal(smooth[:, ::2, ::2], smooth[:, 1::2, 1::2])
+  assert smooth.shape == blocky.shape == (5, 16, 16, 1)

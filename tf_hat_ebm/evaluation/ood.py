@@ -5,7 +5,8 @@ CelebA). OOD sets are either tfds datasets, resized to the model's resolution, o
 offline for the embedded digits:
 
   inverted_digits   the test digits with pixel values negated (white background, dark strokes)
-  bilinear_digits   the test digits upscaled 8 -> size bilinearly, not nearest (smooth strokes)
+  resampled_digits  the test digits upscaled 8 -> size by the other method than the model's data
+                    (nearest-neighbour 2x2 blocks for bilinear data, bilinear for nearest)
   uniform_noise     pixels U(-1, 1)
   gaussian_noise    pixels N(0, 0.5^2), clipped to [-1, 1]
   natural_patches   random square crops (32 to 160 px) of scikit-learn's two bundled photos
@@ -21,7 +22,7 @@ import tensorflow as tf
 from tf_hat_ebm import data as data_lib
 
 TFDS_OOD_SETS = ('svhn_cropped', 'cifar100', 'celeb_a')
-OFFLINE_OOD_SETS = ('inverted_digits', 'bilinear_digits', 'uniform_noise', 'gaussian_noise',
+OFFLINE_OOD_SETS = ('inverted_digits', 'resampled_digits', 'uniform_noise', 'gaussian_noise',
                     'natural_patches')
 
 
@@ -68,7 +69,7 @@ def offline_set(name, data_cfg, num, seed=0):
   rng = np.random.RandomState(seed)
   size, channels = data_cfg.image_size, data_cfg.channels
   shape = [num, size, size, channels]
-  if name in ('inverted_digits', 'bilinear_digits'):
+  if name in ('inverted_digits', 'resampled_digits'):
     if data_cfg.name != 'digits':
       raise ValueError(f'OOD set {name} is built from the digits; the model is on {data_cfg.name}')
     digits, _ = data_lib.digits_arrays(data_cfg.test_split)
@@ -76,7 +77,8 @@ def offline_set(name, data_cfg, num, seed=0):
     if name == 'inverted_digits':
       method = data_cfg.resize_method
       return -tf.image.resize(digits, [size, size], method=method).numpy()
-    return tf.image.resize(digits, [size, size], method='bilinear').numpy()
+    other = 'bilinear' if data_cfg.resize_method == 'nearest' else 'nearest'
+    return tf.image.resize(digits, [size, size], method=other).numpy()
   if name == 'uniform_noise':
     return rng.uniform(-1, 1, shape).astype(np.float32)
   if name == 'gaussian_noise':
