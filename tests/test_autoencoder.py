@@ -82,8 +82,16 @@ def test_retrofit_keeps_the_decoder_frozen(trained_autoencoder, tmp_path):
   strategy = tf.distribute.get_strategy()
   task = refinement.JointTask(config, strategy)
   z = tf.random.normal([2, 8, 8, 1])
-  np.testing.assert_allclose(task.generator(z).numpy(), ae_task.decoder(z).numpy(), rtol=1e-5,
-                             atol=1e-6)
+  # digits_retrofit keeps the chain's latents on the decoder's sphere (radius 8): G(z) = G(3z)
+  assert config.generator.latent_sphere
+  on_sphere = ae_task.decoder(autoencoder.project_to_sphere(z)).numpy()
+  np.testing.assert_allclose(task.generator(z).numpy(), on_sphere, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(task.generator(3.0 * z).numpy(), on_sphere, rtol=1e-5, atol=1e-5)
+  plain = refinement.load_generator(retrofit_config(ae_workdir,
+                                                    **{'generator.latent_sphere': False}))[0]
+  np.testing.assert_allclose(plain(3.0 * z).numpy(), ae_task.decoder(3.0 * z).numpy(),
+                             rtol=1e-5, atol=1e-6)
+  assert not np.allclose(plain(3.0 * z).numpy(), on_sphere, atol=1e-3)
   before = [v.numpy().copy() for v in task.generator.model.variables]
   metrics = Trainer(task, config, str(tmp_path), strategy, verbose=False).train(2)
   assert all(np.isfinite(v) for v in metrics.values())

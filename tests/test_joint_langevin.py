@@ -138,3 +138,25 @@ def test_ddls_chain():
     z_ref = z_ref - 0.005 * (z_ref - A.T @ np.array([3.0, -1.0])) + 0.1 * n[0]
   np.testing.assert_allclose(z.numpy()[0], z_ref, rtol=1e-5)
   np.testing.assert_allclose(x.numpy().ravel(), A @ z_ref, rtol=1e-5)
+
+
+def test_sphere_generator_keeps_the_chain_on_the_sphere_by_projected_steps():
+  """latent_sphere: Z0 and each Z step are projected onto the sphere of radius sqrt(m) = sqrt(2)."""
+  sphere = LinearGenerator()
+  sphere.latent_sphere = True
+  settings = langevin.JointSettings(steps=1, step_size=0.3, latent_step_size=0.2, temperature=2.0)
+  noises = [np.array([0.3, -0.1], np.float32), np.array([-0.2, 0.4], np.float32)]
+  z0 = np.array([3.0, -4.0], np.float32)  # norm 5: projected to sqrt(2) first
+  z, y, _, _ = langevin.sample_joint(QuadraticHat(), sphere,
+                                     QueueNoise([noises[0].reshape(1, 1, 2, 1),
+                                                 noises[1].reshape(1, 2)]), settings,
+                                     z0=tf.constant([z0]))
+  start = z0 * np.sqrt(2.0) / 5.0
+  z_ref, y_ref = reference_chain(start, np.zeros(2, np.float32), noises, 2.0, 0.3, 0.2, 1)
+  np.testing.assert_allclose(z.numpy().ravel(), z_ref * np.sqrt(2.0) / np.linalg.norm(z_ref),
+                             rtol=1e-5)
+  np.testing.assert_allclose(y.numpy().ravel(), y_ref, rtol=1e-5)
+  z, _, _, _ = langevin.sample_joint(QuadraticHat(), sphere, tf.random.Generator.from_seed(0),
+                                     langevin.JointSettings(steps=5, latent_step_size=0.5),
+                                     batch_size=64)
+  np.testing.assert_allclose(np.linalg.norm(z.numpy(), axis=1), np.sqrt(2.0), rtol=1e-5)

@@ -8,7 +8,6 @@ N(0, I) latents also concentrate. Decoder: the 32x32 generator with its dense la
 Trained with 1000 * MSE between the reconstruction of data + 0.02 N(0, I) and the clean data.
 """
 import json
-import math
 import os
 
 import numpy as np
@@ -17,6 +16,7 @@ import tensorflow as tf
 from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import learning
+from tf_hat_ebm.langevin import project_to_sphere
 from tf_hat_ebm import nets
 from tf_hat_ebm import optim
 from tpu_utils.strategy import check_batch_split
@@ -43,13 +43,6 @@ def autoencoder_config():
 
 def latent_shape_for(image_size):
   return (image_size // 2, image_size // 2, 1)
-
-
-def project_to_sphere(z):
-  """Each latent rescaled to norm sqrt(m), m = its number of entries."""
-  m = float(np.prod(z.shape[1:]))
-  norm = tf.sqrt(tf.reduce_sum(tf.square(z), axis=list(range(1, len(z.shape))), keepdims=True))
-  return z * (math.sqrt(m) / tf.maximum(norm, 1e-12))
 
 
 class StemBlock(nets.DiscriminatorBlock):

@@ -9,7 +9,10 @@ to 1e-8, so gradients of 1e8..1e18 are normal: norms are computed with a max-abs
 not overflow float32.
 """
 import dataclasses
+import math
 from typing import Optional
+
+import numpy as np
 
 import tensorflow as tf
 
@@ -180,6 +183,13 @@ def latent_energy_and_grad(hat, generator, z, y, temperature):
   return energy, tape.gradient(total, z)
 
 
+def project_to_sphere(z):
+  """Each latent rescaled to norm sqrt(m), m = its number of entries (where N(0, I) concentrates)."""
+  m = float(np.prod(z.shape[1:]))
+  norm = tf.sqrt(tf.reduce_sum(tf.square(z), axis=list(range(1, len(z.shape))), keepdims=True))
+  return z * (math.sqrt(m) / tf.maximum(norm, 1e-12))
+
+
 def sample_joint(hat, generator, rng, settings, batch_size=None, z0=None, y0=None):
   """Joint Hat EBM: K iterations of (Y step, then Z step) from Y0 = 0 and Z0 ~ N(0, I).
 
@@ -187,12 +197,18 @@ def sample_joint(hat, generator, rng, settings, batch_size=None, z0=None, y0=Non
   iteration the Y noise and the Z noise. Returns (Z_K, Y_K, G(Z_K), diagnostics): diagnostics are
   `latent_grad_norm` and `residual_grad_norm` (means over steps and samples, before any clipping),
   `latent_abs` (mean |Z_K|) and `residual_abs` (mean |Y_K|).
+  A generator with `latent_sphere` set (a decoder that only knows latents of norm sqrt(m)) keeps Z
+  on that sphere: Z0 and every Z step are projected onto it (projected Langevin), so the chain can
+  neither leave G's domain nor inflate |Z| until G's input no longer changes.
   """
   latent_shape = tuple(generator.latent_shape)
+  sphere = bool(getattr(generator, 'latent_sphere', False))
   if z0 is None:
     z = rng.normal([batch_size, *latent_shape])
   else:
     z = tf.cast(z0, tf.float32)
+  if sphere:
+    z = project_to_sphere(z)
   g_z = generate(generator, z)
   y = tf.zeros_like(g_z) if y0 is None or not settings.use_residual else tf.cast(y0, tf.float32)
   y_settings = settings.residual_settings()
@@ -211,6 +227,8 @@ def sample_joint(hat, generator, rng, settings, batch_size=None, z0=None, y0=Non
     grad_z = tape.gradient(energy, z)
     noise = rng.normal(tf.shape(z)) if settings.noise else None
     z, z_norm = langevin_step(z, grad_z, settings.latent_step_size, noise)
+    if sphere:
+      z = project_to_sphere(z)
     return k + 1, z, y, latent_sum + tf.reduce_mean(z_norm), residual_sum
 
   _, z, y, latent_sum, residual_sum = tf.while_loop(

@@ -45,6 +45,11 @@ def joint_config():
   gen.path = ''                       # workdir, SavedModel directory or 'module:function'
   gen.latent_shape = ()               # savedmodel / factory only: e.g. (128,) or (16, 16, 1)
   gen.output_range = (-1.0, 1.0)      # savedmodel / factory only: range of the model's outputs
+  # Keep latents on the sphere of radius sqrt(m) (m = latent size): the joint chain projects Z0 and
+  # every Z step onto it, and G's input too. For a decoder trained only on such latents (the
+  # retrofit autoencoder); Z0 ~ N(0, I) already lies near that sphere. Without it a digits retrofit
+  # run walked |Z| out to 10^4, where the decoder extrapolates, and its energies ran away.
+  gen.latent_sphere = False
   config.model.out_factor = 1.0       # refinement's SN-GAN: tanh in [-1, 1]
   config.model.disc_width = 128       # of the SN-GAN whose D serves DDLS
   config.model.gen_batch_stats = True  # SN-GAN generators normalise with (moving) batch statistics
@@ -66,17 +71,21 @@ def joint_config():
 class FrozenGenerator(tf.Module):
   """Any latent -> image callable as a frozen generator: latent_shape, outputs mapped to [-1, 1]."""
 
-  def __init__(self, model, latent_shape, output_range=(-1.0, 1.0), keras=True, name='frozen'):
+  def __init__(self, model, latent_shape, output_range=(-1.0, 1.0), keras=True,
+               latent_sphere=False, name='frozen'):
     super().__init__(name=name)
     self.model = model
     self.latent_shape = tuple(int(d) for d in latent_shape)
     self.low, self.high = float(output_range[0]), float(output_range[1])
+    self.latent_sphere = bool(latent_sphere)
     self._keras = keras
     if keras:
       model.trainable = False
 
   def __call__(self, z, training=False):
     del training  # always inference mode: G is frozen
+    if self.latent_sphere:
+      z = langevin.project_to_sphere(z)
     out = self.model(z, training=False) if self._keras else self.model(z)
     out = tf.cast(out, tf.float32)
     if (self.low, self.high) != (-1.0, 1.0):
@@ -124,17 +133,18 @@ def load_generator(config):
     from tf_hat_ebm import sngan  # pylint: disable=g-import-not-at-top
     model, discriminator = sngan.load_pretrained(gcfg.path, config.model, data.image_size,
                                                  data.channels)
-    generator = FrozenGenerator(model, model.latent_shape)
+    generator = FrozenGenerator(model, model.latent_shape, latent_sphere=gcfg.latent_sphere)
   elif gcfg.source == 'autoencoder':
     from tf_hat_ebm import autoencoder  # pylint: disable=g-import-not-at-top
     decoder = autoencoder.load_decoder(gcfg.path, config)
-    generator = FrozenGenerator(decoder, decoder.latent_shape)
+    generator = FrozenGenerator(decoder, decoder.latent_shape, latent_sphere=gcfg.latent_sphere)
   else:
     if not gcfg.latent_shape:
       raise ValueError(f'generator source {gcfg.source!r} needs generator.latent_shape')
     model, keras = (_load_savedmodel(gcfg.path) if gcfg.source == 'savedmodel'
                     else _load_factory(gcfg.path))
-    generator = FrozenGenerator(model, gcfg.latent_shape, gcfg.output_range, keras=keras)
+    generator = FrozenGenerator(model, gcfg.latent_shape, gcfg.output_range, keras=keras,
+                                latent_sphere=gcfg.latent_sphere)
   check_generator(generator, image_shape, f'{gcfg.source} generator {gcfg.path}')
   return generator, discriminator
 

@@ -23,6 +23,11 @@ def get_config():
   config.data.channels = 1
   config.generator.source = 'autoencoder'
   config.generator.path = 'workdir/digits_autoencoder'
+  # The decoder only ever saw latents on the sphere of radius 8: the chain's Z stays there
+  # (projected Langevin). Without it, one of two runs of these settings walked |Z| out to 10^4 from
+  # step ~250, where the decoder extrapolates, and its energies ran away; projecting only G's input
+  # let |Z| inflate instead (2.7 at step 300), which freezes the chain just as well.
+  config.generator.latent_sphere = True
   config.model.gen_width = 32         # the decoder's width (digits_autoencoder.py)
   config.model.out_factor = 2.0
   config.model.gen_batch_stats = False
@@ -35,6 +40,7 @@ def get_config():
     chain.prior_sigma = 0.1
   config.training.batch_size = 32
   config.training.num_steps = 800
+  config.training.data_eps = 0.03  # as digits_synth: the data smoothed (see below)
   config.training.steps_per_loop = 10
   config.training.log_every = 50
   config.training.checkpoint_every = 200
