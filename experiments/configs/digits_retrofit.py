@@ -8,9 +8,14 @@ on average, and the chain has to cover that in K steps. With the paper's eps_lat
 drift (eps^2/2) * grad U stayed ~0.15 per step, Z did not leave N(0, I) within 400 steps and the
 samples stayed the decoder's noise. With eps_lat 5e-3 (K = 40) digits appeared from step ~400
 (FID 28.6 at 600); K = 20 with eps_lat 7e-3 (the same eps^2 * K) is twice as cheap per step
-and gave FID 12.6 at step 800 (decoder of N(0, I) latents: 1,131). The paper's chain:
---config.langevin.steps=100 --config.langevin.step_size=5e-4 --config.langevin.latent_step_size=1e-3
-(and the same for --config.sampling).
+and gave FID 12.6 at step 800 (decoder of N(0, I) latents: 1,131).
+
+NOT YET ROBUST: those two runs used one trained autoencoder. Over a second autoencoder trained by
+the same command (CPU training is not bit-reproducible), four runs (seeds 0 and 1, with and without
+the latent sphere, data_eps 1e-3 and 0.03) ran away from step ~250: energy_diff fell below -1e3 and
+kept falling while the samples collapsed. Watch energy_diff in TensorBoard; a diverging run is
+visible by step 300. The paper's chain: --config.langevin.steps=100
+--config.langevin.step_size=5e-4 --config.langevin.latent_step_size=1e-3 (and for sampling).
 """
 from tf_hat_ebm.refinement import joint_config
 
@@ -24,9 +29,9 @@ def get_config():
   config.generator.source = 'autoencoder'
   config.generator.path = 'workdir/digits_autoencoder'
   # The decoder only ever saw latents on the sphere of radius 8: the chain's Z stays there
-  # (projected Langevin). Without it, one of two runs of these settings walked |Z| out to 10^4 from
-  # step ~250, where the decoder extrapolates, and its energies ran away; projecting only G's input
-  # let |Z| inflate instead (2.7 at step 300), which freezes the chain just as well.
+  # (projected Langevin). Without it a diverging run walked |Z| out to 10^4, where the decoder
+  # extrapolates; projecting only G's input let |Z| inflate instead (2.7 at step 300). The sphere
+  # keeps Z in the decoder's domain; it does not stop the energies' runaway (see above).
   config.generator.latent_sphere = True
   config.model.gen_width = 32         # the decoder's width (digits_autoencoder.py)
   config.model.out_factor = 2.0
@@ -40,7 +45,6 @@ def get_config():
     chain.prior_sigma = 0.1
   config.training.batch_size = 32
   config.training.num_steps = 800
-  config.training.data_eps = 0.03  # as digits_synth: the data smoothed (see below)
   config.training.steps_per_loop = 10
   config.training.log_every = 50
   config.training.checkpoint_every = 200
