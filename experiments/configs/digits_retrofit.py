@@ -11,7 +11,7 @@ samples stayed the decoder's noise. With eps_lat 5e-3 (K = 40) digits appeared f
 and gave FID 12.6 at step 800 (decoder of N(0, I) latents: 1,131).
 
 NOT YET ROBUST: those two runs used one trained autoencoder. Over a second autoencoder trained by
-the same command (CPU training is not bit-reproducible), four runs (seeds 0 and 1, with and without
+the same command (CPU training is not bit-reproducible), five runs (seeds 0 and 1, with and without
 the latent sphere, data_eps 1e-3 and 0.03) ran away from step ~250: energy_diff fell below -1e3 and
 kept falling while the samples collapsed. Watch energy_diff in TensorBoard; a diverging run is
 visible by step 300. The paper's chain: --config.langevin.steps=100
