@@ -13,7 +13,8 @@ and gave FID 12.6 at step 800 (decoder of N(0, I) latents: 1,131).
 NOT YET ROBUST: those two runs used one trained autoencoder. Over a second autoencoder trained by
 the same command (CPU training is not bit-reproducible), five runs (seeds 0 and 1, with and without
 the latent sphere, data_eps 1e-3 and 0.03) ran away from step ~250: energy_diff fell below -1e3 and
-kept falling while the samples collapsed; at hat lr 3e-5 the same happened at step ~550. Watch
+kept falling while the samples collapsed; at hat lr 3e-5 the same happened at step ~550, and
+with K = 40, eps_lat 5e-3 (which had worked over the first autoencoder) at step ~300. Watch
 energy_diff in TensorBoard: a diverging run shows it early. The paper's chain:
 --config.langevin.steps=100 --config.langevin.step_size=5e-4 --config.langevin.latent_step_size=1e-3
 (and the same for sampling).
