@@ -16,9 +16,9 @@ import tensorflow as tf
 from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import learning
-from tf_hat_ebm.langevin import project_to_sphere
 from tf_hat_ebm import nets
 from tf_hat_ebm import optim
+from tf_hat_ebm.langevin import project_to_sphere
 from tpu_utils.strategy import check_batch_split
 
 
