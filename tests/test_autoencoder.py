@@ -31,6 +31,20 @@ def test_sphere_projection_has_norm_sqrt_m():
   assert decoder(out).shape == (2, 32, 32, 3)
 
 
+def test_latent_noise_perturbs_on_the_sphere():
+  rng = tf.random.Generator.from_seed(0)
+  z = autoencoder.project_to_sphere(tf.random.normal([500, 8, 8, 1]))
+  assert autoencoder.perturb_latent(z, 0.0, rng) is z
+  noisy = autoencoder.perturb_latent(z, 0.3, rng)
+  flat = tf.reshape(noisy, [500, -1])
+  np.testing.assert_allclose(tf.norm(flat, axis=1).numpy(), 8.0, rtol=1e-5)
+  # ||z + 0.3 n|| ~ sqrt(64 + 0.09 * 64): the projection shrinks the step; distance ~ 0.3 * 8
+  dist = tf.norm(flat - tf.reshape(z, [500, -1]), axis=1).numpy().mean()
+  assert 2.0 < dist < 2.6
+  assert _load('digits_autoencoder').training.latent_noise == 0.3
+  assert _load('cifar10_autoencoder').training.latent_noise == 0.0  # the paper's autoencoder
+
+
 @pytest.fixture(scope='module')
 def trained_autoencoder(tmp_path_factory):
   config = _load('digits_autoencoder')
