@@ -2,11 +2,11 @@
 16x16x1 for 32x32) on the sphere of radius 8; sized for minutes on a 2-core CPU.
 
 Not in the paper: the decoder is trained on sphere(latent + 0.3 N(0, I)) (training.latent_noise).
-Without it, one of the two digits decoders trained by this command had a latent space that
-gradient steps cannot search: descending ||G(z) - x||^2 for a known digit x from a random z on the sphere
-stalled at MSE 0.03 after 200 steps (the other decoder: 0.002), so the retrofit's Langevin chain never reached digits and its
-energies ran away. With it, the same descent reaches MSE 0.001 for both seeds tried (test
-reconstruction MSE 0.0031 instead of 0.0023).
+Without it, one of the two digits decoders trained by this command had a latent space that gradient
+steps cannot search: descending ||G(z) - x||^2 for a known digit x from a random z on the sphere
+stalled at MSE 0.03 after 200 steps (the other decoder: 0.002), so the retrofit's Langevin chain
+never reached digits and its energies ran away. With it, the same descent reaches MSE 0.001 for
+both seeds tried (test reconstruction MSE 0.0031 instead of 0.0023).
 """
 from tf_hat_ebm.autoencoder import autoencoder_config
 
