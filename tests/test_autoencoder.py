@@ -45,6 +45,26 @@ def test_latent_noise_perturbs_on_the_sphere():
   assert _load('cifar10_autoencoder').training.latent_noise == 0.0  # the paper's autoencoder
 
 
+@pytest.mark.parametrize('latent_noise', [0.0, 0.3])
+def test_training_step_decodes_the_noisy_latent(latent_noise):
+  """The step's loss is 1000 * MSE of decoder(perturb_latent(encoder(x))) with the task's RNG."""
+  config = _load('digits_autoencoder')
+  config.model.enc_width = config.model.gen_width = 8
+  config.training.batch_size = 4
+  config.training.data_noise = 0.0
+  config.training.latent_noise = latent_noise
+  task = autoencoder.AutoencoderTask(config, tf.distribute.get_strategy())
+  x = tf.random.stateless_uniform([4, 16, 16, 1], [1, 2], -1.0, 1.0)
+  z = task.encoder(x)
+  replay = tf.random.Generator.from_state(task.rng.state.numpy(), task.rng.algorithm)
+  expected = 1000.0 * tf.reduce_mean(tf.square(
+      task.decoder(autoencoder.perturb_latent(z, latent_noise, replay)) - x))
+  clean = 1000.0 * tf.reduce_mean(tf.square(task.decoder(z) - x))
+  loss = float(task.replica_step(x)['loss'])
+  np.testing.assert_allclose(loss, float(expected), rtol=1e-4)
+  assert (abs(loss - float(clean)) > 1e-3) == (latent_noise > 0)
+
+
 @pytest.fixture(scope='module')
 def trained_autoencoder(tmp_path_factory):
   config = _load('digits_autoencoder')
