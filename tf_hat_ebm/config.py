@@ -86,7 +86,7 @@ def base_config():
   optim.lr_factor = 0.1
   optim.ema_decay = ml_collections.FieldReference(None, field_type=float)  # Keras use_ema
 
-  # Speed options (issue 6); defaults chosen by measurement with benchmarks/step_time.py.
+  # Speed options; defaults chosen by measurement with benchmarks/step_time.py.
   config.perf = perf = ml_collections.ConfigDict()
   perf.precision = 'auto'  # auto: bf16 on TPU, else f32; or float32 / mixed_bfloat16 (states,
   #                          energies, losses and the bank stay float32 in every case)

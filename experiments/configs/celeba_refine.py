@@ -1,4 +1,4 @@
-"""Refinement of a CelebA 64x64 SN-GAN (celeba_sngan.py), paper settings (REFERENCE.md table)."""
+"""Refinement of a CelebA 64x64 SN-GAN (celeba_sngan.py), paper settings (appendix tables)."""
 from tf_hat_ebm.refinement import joint_config
 
 

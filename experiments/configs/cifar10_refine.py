@@ -1,4 +1,4 @@
-"""Refinement of a CIFAR-10 SN-GAN (cifar10_sngan.py), paper settings (REFERENCE.md table)."""
+"""Refinement of a CIFAR-10 SN-GAN (cifar10_sngan.py), paper settings (appendix tables)."""
 from tf_hat_ebm.refinement import joint_config
 
 
