@@ -5,7 +5,8 @@ to one channel: an image-shaped latent at half the resolution (16x16x1 for 32x32
 the 16x16 digits), projected onto the sphere of radius sqrt(m), m its size (16 for 16x16x1), where
 N(0, I) latents also concentrate. Decoder (the authors' release, GenDecoder32): a residual stem
 block at the latent resolution (3x3 conv, BN, ReLU, 3x3 conv; 1x1 conv shortcut), one upsampling
-generator block to the image size, two generator blocks without upsampling, BN, ReLU, 3x3 conv, tanh.
+generator block to the image size, two generator blocks without upsampling, BN, ReLU, 3x3 conv,
+tanh.
 Trained with 1000 * MSE between the reconstruction of data + 0.02 N(0, I) and the clean data.
 """
 import json
@@ -83,14 +84,15 @@ class Encoder(tf.keras.Model):
 
 
 class DecoderStemBlock(tf.keras.layers.Layer):
-  """3x3 conv, BN, ReLU, 3x3 conv, plus a 1x1 conv shortcut; no upsampling (release GenDecoder32)."""
+  """3x3 conv, BN, ReLU, 3x3 conv, plus a 1x1 conv shortcut; no upsampling (the release's)."""
 
   def __init__(self, out_channels, init='glorot', **kwargs):
     super().__init__(**kwargs)
     self.c1 = nets.conv(out_channels, 3, init=nets.residual_init(init), name='c1')
     self.b2 = nets.fixed_batch_norm('b2')
     self.c2 = nets.conv(out_channels, 3, init=nets.residual_init(init), name='c2')
-    self.c_sc = nets.conv(out_channels, 1, init=nets._PLAIN_INIT, name='c_sc')  # pylint: disable=protected-access
+    plain = nets._PLAIN_INIT  # pylint: disable=protected-access
+    self.c_sc = nets.conv(out_channels, 1, init=plain, name='c_sc')
 
   def call(self, z):
     return self.c2(tf.nn.relu(self.b2(self.c1(z), training=False))) + self.c_sc(z)
