@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import autoencoder
 from tf_hat_ebm import checkpoints
+from tf_hat_ebm import langevin
 from tf_hat_ebm import nets
 from tf_hat_ebm import release_import
 
@@ -143,3 +144,53 @@ def test_command_line_error_is_one_line(tmp_path):
       f'error: {release_path("hat32")}: conv_1/conv_1/kernel has shape [3, 3, 3, 32]; '
       "the config's HatNetwork expects [3, 3, 3, 256]")
   assert not os.path.exists(tmp_path / 'run' / 'checkpoints')
+
+
+# ---- the release's Langevin chains (noise off) over the imported hat32 + gen32 ------------------
+CHAINS = ('conditional_T1e-8_clip', 'conditional_T1e-6_prior_noclip', 'joint_T1e-5_prior_clip',
+          'joint_T1e-8_clip')
+
+
+def release_settings(settings):
+  """Our chain settings from the release's: tau_res = 1 / (2 sigma^2), clip = max drift."""
+  common = dict(steps=settings['mcmc_steps'], step_size=settings['epsilon'],
+                temperature=settings['mcmc_temp'], noise=settings['use_noise'],
+                max_drift=(settings['max_langevin_norm_res']
+                           if settings['clip_langevin_grad_res'] else None),
+                prior_sigma=(np.sqrt(1.0 / (2.0 * settings['tau_res']))
+                             if 'tau_res' in settings else None))
+  if settings['update_latents']:
+    return langevin.JointSettings(latent_step_size=settings['epsilon_latent'], order='release',
+                                  **common)
+  return langevin.LangevinSettings(**common)
+
+
+def assert_change_close(ours, start, theirs, what):
+  """|change - release's change| <= 1e-4 of the release's change, plus one float32 ulp of the state.
+
+  The states are float32 in both codes, so a change is only known to one ulp of the state: in
+  joint_T1e-5_prior_clip Y moves by 1.2e-5 while one ulp of |Y| ~ 0.03 is 3.7e-9 (3e-4 of it).
+  """
+  change, expected = ours - start, theirs - start
+  scale = np.abs(expected).max()
+  ulp = np.spacing(np.abs(theirs).max().astype(np.float32))
+  assert scale > 0, what
+  assert np.abs(change - expected).max() <= 1e-4 * scale + ulp, what
+
+
+@pytest.mark.parametrize('chain', CHAINS)
+def test_release_chains_are_reproduced(chain):
+  hat = release_import.load_release_weights(NETWORKS['hat32']().build_for_input(),
+                                            release_path('hat32'))
+  gen = release_import.load_release_weights(NETWORKS['gen32']().build_for_input(),
+                                            release_path('gen32'))
+  settings = release_settings(manifest()[f'chain_{chain}']['settings'])
+  ref = np.load(os.path.join(RELEASE, f'chain_{chain}.npz'))
+  rng = tf.random.Generator.from_seed(0)  # unused: noise is off
+  if isinstance(settings, langevin.JointSettings):
+    z, y, _, _ = langevin.sample_joint(hat, gen, rng, settings, z0=ref['z0'], y0=ref['y0'])
+    assert_change_close(z.numpy(), ref['z0'], ref['z'], 'z')
+  else:
+    y, _ = langevin.sample_conditional(hat, langevin.generate(gen, ref['z0']), rng, settings,
+                                       y0=ref['y0'])
+  assert_change_close(y.numpy(), ref['y0'], ref['y'], 'y')
