@@ -38,19 +38,28 @@ class LinearDiscriminator(tf.keras.Model):
 
 
 def reference_chain(z, y, noises, t, eps1, eps2, steps, prior_sigma=None, max_drift=None,
-                    use_residual=True):
+                    use_residual=True, z_first=False):
   """The same chain in NumPy: grad_y = w (Az + y)/T + 2 tau y;  grad_z = A^T (w (Az + y))/T."""
   tau = 0.0 if prior_sigma is None else 1.0 / (2 * prior_sigma**2)
   noises = list(noises)
+
+  def y_step(z, y):
+    grad_y = W * (A @ z + y) / t + 2 * tau * y
+    drift = 0.5 * eps1**2 * grad_y
+    if max_drift is not None:
+      drift *= min(1.0, max_drift / np.linalg.norm(drift))
+    return y - drift + eps1 * noises.pop(0)
+
+  def z_step(z, y):
+    return z - 0.5 * eps2**2 * A.T @ (W * (A @ z + y)) / t + eps2 * noises.pop(0)
+
   for _ in range(steps):
+    if z_first:
+      z = z_step(z, y)
     if use_residual:
-      grad_y = W * (A @ z + y) / t + 2 * tau * y
-      drift = 0.5 * eps1**2 * grad_y
-      if max_drift is not None:
-        drift *= min(1.0, max_drift / np.linalg.norm(drift))
-      y = y - drift + eps1 * noises.pop(0)
-    grad_z = A.T @ (W * (A @ z + y)) / t
-    z = z - 0.5 * eps2**2 * grad_z + eps2 * noises.pop(0)
+      y = y_step(z, y)
+    if not z_first:
+      z = z_step(z, y)
   return z, y
 
 
@@ -94,6 +103,30 @@ def test_order_is_y_then_z_and_each_eps_acts_on_its_own_state():
                              rtol=1e-6)
   np.testing.assert_allclose(diag['latent_grad_norm'].numpy(),
                              np.linalg.norm(A.T @ (W * (A @ z0 + y_ref))), rtol=1e-6)
+
+
+@pytest.mark.parametrize('steps', [1, 3])
+def test_release_order_is_z_then_y(steps):
+  # The authors' release: each iteration moves Z first (with the old Y), then Y (with the new Z).
+  settings = langevin.JointSettings(steps=steps, step_size=0.3, latent_step_size=0.2,
+                                    temperature=2.0, prior_sigma=0.5, max_drift=0.05,
+                                    order='release')
+  rs = np.random.RandomState(1)
+  noises = [rs.randn(2).astype(np.float32) for _ in range(2 * steps)]   # Z, Y, Z, Y, ...
+  tf_noises = [n.reshape(1, 2) if i % 2 == 0 else n.reshape(1, 1, 2, 1)
+               for i, n in enumerate(noises)]
+  z0 = np.array([0.5, -1.0], np.float32)
+  z, y, g_z, _ = run(settings, tf_noises, z0)
+  z_ref, y_ref = reference_chain(z0, np.zeros(2, np.float32), noises, 2.0, 0.3, 0.2, steps, 0.5,
+                                 0.05, z_first=True)
+  np.testing.assert_allclose(z.numpy().ravel(), z_ref, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(y.numpy().ravel(), y_ref, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(g_z.numpy().ravel(), A @ z_ref, rtol=1e-5, atol=1e-6)
+  y_first, _ = reference_chain(z0, np.zeros(2, np.float32), noises, 2.0, 0.3, 0.2, steps, 0.5,
+                               0.05)
+  assert not np.allclose(z.numpy().ravel(), y_first, atol=1e-3)
+  with pytest.raises(ValueError, match="unknown joint chain order 'y_first'"):
+    langevin.JointSettings(order='y_first')
 
 
 def test_no_residual_switch_samples_h_of_g_z_only():

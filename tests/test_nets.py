@@ -22,8 +22,8 @@ def hat_params(image_size, channels, width):
   total = conv_params(3, channels, stem) + conv_params(3, stem, stem) + conv_params(1, channels,
                                                                                    stem)
   cin = stem
-  for cout, down in blocks:
-    total += conv_params(3, cin, cin) + conv_params(3, cin, cout)
+  for cout, down in blocks:  # hidden channels = out channels (the release's hat block)
+    total += conv_params(3, cin, cout) + conv_params(3, cout, cout)
     if down or cin != cout:
       total += conv_params(1, cin, cout)
     cin = cout
@@ -32,7 +32,10 @@ def hat_params(image_size, channels, width):
 
 def generator_params(image_size, channels, width, z_dim):
   num_up = int(np.log2(image_size // 4))
-  outs = [width] * num_up if image_size <= 32 else [width // 2**(i + 1) for i in range(num_up)]
+  if image_size <= 32:
+    outs = [width] * num_up
+  else:  # halving to width/16; at 128x128 the first up-block keeps the width
+    outs = [width] * (num_up - 4) + [width // 2**(i + 1) for i in range(4)]
   total = z_dim * 16 * width + 16 * width
   cin = width
   for cout in outs:  # BN(in) scale+offset, conv, BN(out), conv, 1x1 shortcut (always upsampling)
@@ -69,7 +72,8 @@ def test_paper_sized_cifar_networks():
 
 
 def test_scaled_width_doubles_channels():
-  assert nets.generator_layout(128, 2048) == [1024, 512, 256, 128, 64]
+  assert nets.generator_layout(128, 2048) == [2048, 1024, 512, 256, 128]
+  assert nets.generator_layout(64, 1024) == [512, 256, 128, 64]
   stem, blocks = nets.discriminator_layout(128, 2048)
   assert stem == 128 and blocks[-1] == (2048, False) and len(blocks) == 5
 
@@ -89,3 +93,26 @@ def test_generator_batch_norm_is_fixed_and_trains_scale_offset():
 def test_unsupported_size_is_a_clear_error():
   with pytest.raises(ValueError, match='image size 48 has no SN-GAN network'):
     nets.HatNetwork(48, 3, 16)
+
+
+@pytest.mark.parametrize('init,gain', [('glorot', 1.0), ('mimicry', np.sqrt(2.0))])
+def test_initialisation_of_the_residual_path(init, gain):
+  # Glorot uniform draws from +-sqrt(6 / (fan_in + fan_out)); Mimicry's gain sqrt(2) widens that
+  # on the residual convolutions only (shortcuts and head keep gain 1).
+  hat = nets.HatNetwork(32, 3, 64, init=init).build_for_input()
+  block = hat.blocks[1]
+  limit = np.sqrt(6.0 / (9 * 64 + 9 * 64))
+  residual = np.abs(block.c1.kernel.numpy()).max()
+  assert 0.99 * gain * limit < residual <= gain * limit
+  shortcut = np.abs(block.c_sc.kernel.numpy()).max()
+  assert shortcut <= np.sqrt(6.0 / (64 + 64))
+  with pytest.raises(ValueError, match="unknown model.init 'he'"):
+    nets.HatNetwork(32, 3, 8, init='he')
+
+
+def test_batch_norm_epsilon():
+  # 1e-3 (Keras' default, the release's generators); Mimicry's SN-GAN (batch statistics) 1e-5.
+  for batch_stats, epsilon in ((False, 1e-3), (True, 1e-5)):
+    gen = nets.Generator(16, 1, 8, 4, batch_stats=batch_stats).build_for_input()
+    bns = [l for l in gen.submodules if isinstance(l, tf.keras.layers.BatchNormalization)]
+    assert len(bns) == 5 and {bn.epsilon for bn in bns} == {epsilon}

@@ -3,8 +3,10 @@
 Encoder: hat-style blocks (stem without downsampling, one down block, two blocks), ReLU, 3x3 conv
 to one channel: an image-shaped latent at half the resolution (16x16x1 for 32x32 images, 8x8x1 for
 the 16x16 digits), projected onto the sphere of radius sqrt(m), m its size (16 for 16x16x1), where
-N(0, I) latents also concentrate. Decoder: the 32x32 generator with its dense layer replaced by a
-3x3 conv stem and its first two up-blocks not upsampling (one upsampling, to the image size).
+N(0, I) latents also concentrate. Decoder (the authors' release, GenDecoder32): a residual stem
+block at the latent resolution (3x3 conv, BN, ReLU, 3x3 conv; 1x1 conv shortcut), one upsampling
+generator block to the image size, two generator blocks without upsampling, BN, ReLU, 3x3 conv,
+tanh.
 Trained with 1000 * MSE between the reconstruction of data + 0.02 N(0, I) and the clean data.
 """
 import json
@@ -60,14 +62,14 @@ class StemBlock(nets.DiscriminatorBlock):
 
 class Encoder(tf.keras.Model):
 
-  def __init__(self, image_size=32, channels=3, width=256, name='encoder', **kw):
+  def __init__(self, image_size=32, channels=3, width=256, init='glorot', name='encoder', **kw):
     super().__init__(name=name, **kw)
     self.image_size, self.channels = image_size, channels
     self.latent_shape = latent_shape_for(image_size)
-    self.blocks = [StemBlock(width, name='block0'),
-                   nets.DiscriminatorBlock(width, downsample=True, name='block1'),
-                   nets.DiscriminatorBlock(width, name='block2'),
-                   nets.DiscriminatorBlock(width, name='block3')]
+    self.blocks = [StemBlock(width, init=init, name='block0'),
+                   nets.DiscriminatorBlock(width, downsample=True, init=init, name='block1'),
+                   nets.DiscriminatorBlock(width, init=init, name='block2'),
+                   nets.DiscriminatorBlock(width, init=init, name='block3')]
     self.to_latent = nets.conv(1, 3, init=nets._PLAIN_INIT, name='to_latent')  # pylint: disable=protected-access
 
   def call(self, x):
@@ -81,23 +83,39 @@ class Encoder(tf.keras.Model):
     return self
 
 
+class DecoderStemBlock(tf.keras.layers.Layer):
+  """3x3 conv, BN, ReLU, 3x3 conv, plus a 1x1 conv shortcut; no upsampling (the release's)."""
+
+  def __init__(self, out_channels, init='glorot', **kwargs):
+    super().__init__(**kwargs)
+    self.c1 = nets.conv(out_channels, 3, init=nets.residual_init(init), name='c1')
+    self.b2 = nets.fixed_batch_norm('b2')
+    self.c2 = nets.conv(out_channels, 3, init=nets.residual_init(init), name='c2')
+    plain = nets._PLAIN_INIT  # pylint: disable=protected-access
+    self.c_sc = nets.conv(out_channels, 1, init=plain, name='c_sc')
+
+  def call(self, z):
+    return self.c2(tf.nn.relu(self.b2(self.c1(z), training=False))) + self.c_sc(z)
+
+
 class Decoder(tf.keras.Model):
   """z [batch, s/2, s/2, 1] -> image [batch, s, s, channels] in out_factor * (-1, 1)."""
 
-  def __init__(self, image_size=32, channels=3, width=256, out_factor=2.0, name='decoder', **kw):
+  def __init__(self, image_size=32, channels=3, width=256, out_factor=2.0, init='glorot',
+               name='decoder', **kw):
     super().__init__(name=name, **kw)
     self.image_size, self.channels, self.width = image_size, channels, width
     self.out_factor = out_factor
     self.latent_shape = latent_shape_for(image_size)
-    self.stem = nets.conv(width, 3, init=nets._PLAIN_INIT, name='stem')  # pylint: disable=protected-access
-    self.blocks = [nets.GeneratorBlock(width, upsample=False, name='block0'),
-                   nets.GeneratorBlock(width, upsample=False, name='block1'),
-                   nets.GeneratorBlock(width, upsample=True, name='block2')]
+    self.blocks = [DecoderStemBlock(width, init=init, name='block0'),
+                   nets.GeneratorBlock(width, upsample=True, init=init, name='block1'),
+                   nets.GeneratorBlock(width, upsample=False, init=init, name='block2'),
+                   nets.GeneratorBlock(width, upsample=False, init=init, name='block3')]
     self.bn = nets.fixed_batch_norm('bn_out')
     self.to_image = nets.conv(channels, 3, init=nets._PLAIN_INIT, name='to_image')  # pylint: disable=protected-access
 
   def call(self, z):
-    h = self.stem(z)
+    h = z
     for block in self.blocks:
       h = block(h)
     h = self.to_image(tf.nn.relu(self.bn(h, training=False)))
@@ -108,9 +126,14 @@ class Decoder(tf.keras.Model):
     return self
 
 
+def make_encoder(config):
+  return Encoder(config.data.image_size, config.data.channels, config.model.enc_width,
+                 nets.model_init(config.model)).build_for_input()
+
+
 def make_decoder(config):
   return Decoder(config.data.image_size, config.data.channels, config.model.gen_width,
-                 config.model.out_factor).build_for_input()
+                 config.model.out_factor, nets.model_init(config.model)).build_for_input()
 
 
 def perturb_latent(z, latent_noise, rng):
@@ -134,10 +157,8 @@ class AutoencoderTask:
     self.config, self.strategy = config, strategy
     self.global_batch = config.training.batch_size
     self.batch = check_batch_split(config.training.batch_size, strategy)
-    data = config.data
     with strategy.scope():
-      self.encoder = Encoder(data.image_size, data.channels,
-                             config.model.enc_width).build_for_input()
+      self.encoder = make_encoder(config)
       self.decoder = make_decoder(config)
       self.variables = self.encoder.trainable_variables + self.decoder.trainable_variables
       self.lr_scale = tf.Variable(1.0, trainable=False, name='lr_scale')  # lowered by rollback

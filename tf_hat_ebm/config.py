@@ -46,6 +46,9 @@ def base_config():
   model.gen_width = 256
   model.z_dim = 128
   model.out_factor = 2.0        # G(z) = out_factor * tanh(.)
+  # 'glorot': Keras' default initialisation, as the authors' release; 'mimicry': gain sqrt(2) on the
+  # residual path's convolutions (Mimicry's SN-GAN).
+  model.init = 'glorot'
 
   # Langevin chain used in training (and, unless `sampling` says otherwise, for samples).
   config.langevin = langevin_config()

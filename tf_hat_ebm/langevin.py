@@ -135,14 +135,19 @@ def sample_conditional(hat, g_z, rng, settings, y0=None, generator_fn=None):
 
 
 # ---- Joint Hat EBM: alternating Langevin over the residual Y and the latent Z ---------------------
+JOINT_ORDERS = ('paper', 'release')
+
+
 @dataclasses.dataclass(frozen=True)
 class JointSettings:
   """Settings of a joint chain over (Y, Z) with the generator G frozen (refinement, retrofit).
 
   Each of the K iterations is a Y step (eps1 = step_size, residual clipping and optional prior as
   in the conditional chain) followed by a Z step (eps2 = latent_step_size, gradient of H(G(Z)+Y)/T
-  through G; no clipping and no prior on Z, as in the paper). `use_residual=False` removes Y
-  altogether, U(z) = H(G(z))/T: the paper's unstable ablation.
+  through G; no clipping and no prior on Z, as in the paper). `order='release'` does the Z step
+  first in each iteration, as the authors' release (both are Gibbs orders; the release's costs one
+  more pass of G per chain). `use_residual=False` removes Y altogether, U(z) = H(G(z))/T: the
+  paper's unstable ablation.
   """
   steps: int = 100                    # K
   step_size: float = 1e-4             # eps1 (residual image)
@@ -152,6 +157,12 @@ class JointSettings:
   prior_sigma: Optional[float] = None
   noise: bool = True
   use_residual: bool = True
+  order: str = 'paper'                # 'paper': Y step, then Z step; 'release': Z, then Y
+
+  def __post_init__(self):
+    if self.order not in JOINT_ORDERS:
+      raise ValueError(f'unknown joint chain order {self.order!r}; use one of '
+                       f'{", ".join(JOINT_ORDERS)}')
 
   @classmethod
   def from_config(cls, cfg):
@@ -160,7 +171,8 @@ class JointSettings:
                temperature=float(cfg.temperature),
                max_drift=None if cfg.max_drift is None else float(cfg.max_drift),
                prior_sigma=None if cfg.prior_sigma is None else float(cfg.prior_sigma),
-               noise=bool(cfg.noise), use_residual=bool(cfg.use_residual))
+               noise=bool(cfg.noise), use_residual=bool(cfg.use_residual),
+               order=str(cfg.get('order', 'paper')))
 
   def residual_settings(self):
     """The conditional-chain settings of the Y half-step (so the Y math is written once)."""
@@ -194,9 +206,10 @@ def sample_joint(hat, generator, rng, settings, batch_size=None, z0=None, y0=Non
   """Joint Hat EBM: K iterations of (Y step, then Z step) from Y0 = 0 and Z0 ~ N(0, I).
 
   `z0`/`y0` continue given states instead. Noise is drawn in the order Z0 (if not given), then per
-  iteration the Y noise and the Z noise. Returns (Z_K, Y_K, G(Z_K), diagnostics): diagnostics are
-  `latent_grad_norm` and `residual_grad_norm` (means over steps and samples, before any clipping),
-  `latent_abs` (mean |Z_K|) and `residual_abs` (mean |Y_K|).
+  iteration the Y noise and the Z noise (Z, then Y for settings.order 'release'). Returns
+  (Z_K, Y_K, G(Z_K), diagnostics): diagnostics are `latent_grad_norm` and `residual_grad_norm`
+  (means over steps and samples, before any clipping), `latent_abs` (mean |Z_K|) and
+  `residual_abs` (mean |Y_K|).
   A generator with `latent_sphere` set (a decoder that only knows latents of norm sqrt(m)) keeps Z
   on that sphere: Z0 and every Z step are projected onto it (projected Langevin), so the chain can
   neither leave G's domain nor inflate |Z| until G's input no longer changes.
@@ -213,27 +226,41 @@ def sample_joint(hat, generator, rng, settings, batch_size=None, z0=None, y0=Non
   y = tf.zeros_like(g_z) if y0 is None or not settings.use_residual else tf.cast(y0, tf.float32)
   y_settings = settings.residual_settings()
 
-  def body(k, z, y, latent_sum, residual_sum):
+  def half_steps(z, y, latent_sum, residual_sum, y_step=True, z_step=True):
+    """[Y step with G(Z)], then [Z step with the new Y]: one pass of G serves both."""
     with tf.GradientTape() as tape:
       tape.watch(z)
-      g_z = generate(generator, z)  # one pass of G per iteration serves both half-steps
-      if settings.use_residual:
+      g_z = generate(generator, z)
+      if y_step and settings.use_residual:
         with tape.stop_recording():
           _, grad_y = residual_energy_and_grad(hat, tf.stop_gradient(g_z), y, y_settings)
           noise = rng.normal(tf.shape(y)) if settings.noise else None
           y, y_norm = langevin_step(y, grad_y, settings.step_size, noise, settings.max_drift)
           residual_sum += tf.reduce_mean(y_norm)
+      if not z_step:
+        return z, y, latent_sum, residual_sum
       energy = tf.reduce_sum(hat_energy(hat, g_z + y, settings.temperature))
     grad_z = tape.gradient(energy, z)
     noise = rng.normal(tf.shape(z)) if settings.noise else None
     z, z_norm = langevin_step(z, grad_z, settings.latent_step_size, noise)
     if sphere:
       z = project_to_sphere(z)
-    return k + 1, z, y, latent_sum + tf.reduce_mean(z_norm), residual_sum
+    return z, y, latent_sum + tf.reduce_mean(z_norm), residual_sum
 
-  _, z, y, latent_sum, residual_sum = tf.while_loop(
-      lambda k, *_: k < settings.steps, body,
-      (tf.constant(0), z, y, tf.constant(0.0), tf.constant(0.0)))
+  def body(k, *state):
+    return (k + 1, *half_steps(*state))
+
+  state = (z, y, tf.constant(0.0), tf.constant(0.0))
+  # The release's order (Z, Y) * K is Z, (Y, Z) * (K - 1), Y: the same loop with one half-step
+  # added on either side.
+  release = settings.order == 'release' and settings.steps > 0
+  if release:
+    state = half_steps(*state, y_step=False)
+  _, *state = tf.while_loop(lambda k, *_: k < settings.steps - int(release), body,
+                            (tf.constant(0), *state))
+  if release:
+    state = half_steps(*state, z_step=False)
+  z, y, latent_sum, residual_sum = state
   steps = max(settings.steps, 1)
   z, y = tf.stop_gradient(z), tf.stop_gradient(y)
   diagnostics = {

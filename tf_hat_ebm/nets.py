@@ -7,6 +7,8 @@ Both are built from one set of blocks for every resolution (16 for digits, 32, 6
 number of image channels; `width` scales the channels (ImageNet "scaled" = 2x, CPU configs smaller).
 Batch norm in G is always in inference mode with statistics fixed at mean 0 / variance 1, so the
 energy is deterministic; its scale and offset still train (paper, appendix "Architectures").
+Layouts, batch-norm epsilon (1e-3) and the default initialisation (Keras' glorot uniform) are those
+of the authors' release, whose published models `tf_hat_ebm.release_import` loads.
 """
 import math
 
@@ -26,6 +28,18 @@ def _PLAIN_INIT():
   return tf.keras.initializers.VarianceScaling(1.0, 'fan_avg', 'uniform')
 
 
+# config.model.init: 'glorot' is Keras' default glorot uniform everywhere (the authors' release);
+# 'mimicry' puts gain sqrt(2) on the residual path's convolutions (Mimicry's SN-GAN).
+INITS = ('glorot', 'mimicry')
+
+
+def residual_init(init):
+  """Kernel-initializer factory of the residual path's 3x3 convolutions for `init`."""
+  if init not in INITS:
+    raise ValueError(f'unknown model.init {init!r}; use one of {", ".join(INITS)}')
+  return _RESIDUAL_INIT if init == 'mimicry' else _PLAIN_INIT
+
+
 # Image sizes with an SN-GAN layout; 16 is the digits variant of the 32x32 layout.
 SUPPORTED_IMAGE_SIZES = (16, 32, 64, 128)
 
@@ -41,9 +55,17 @@ def conv(channels, kernel, init=_RESIDUAL_INIT, name=None, **kwargs):
                        **kwargs)
 
 
-def fixed_batch_norm(name=None):
-  """Batch norm frozen at mean 0, variance 1 (always called with training=False)."""
-  return layers.BatchNormalization(epsilon=1e-5, name=name)
+def fixed_batch_norm(name=None, epsilon=1e-3):
+  """Batch norm frozen at mean 0, variance 1 (always called with training=False).
+
+  epsilon 1e-3 is Keras' default, which the release's generators use; Mimicry's (torch) is 1e-5.
+  """
+  return layers.BatchNormalization(epsilon=epsilon, name=name)
+
+
+def batch_norm_epsilon(batch_stats):
+  # A generator trained with batch statistics is Mimicry's SN-GAN (torch's epsilon 1e-5).
+  return 1e-5 if batch_stats else 1e-3
 
 
 def upsample(x):
@@ -61,21 +83,28 @@ class DiscriminatorBlock(layers.Layer):
 
   `stem=True` is SN-GAN's "optimized" first block: no leading ReLU, always downsamples, and the
   shortcut is pooled before its 1x1 conv. `conv_factory` lets the SN-GAN discriminator wrap the
-  convolutions in spectral normalisation; the hat network uses plain convolutions.
+  convolutions in spectral normalisation; the hat network uses plain convolutions. The first conv
+  has `hidden='out'` channels (the release's hat block) or `hidden='in'` (Mimicry's discriminator
+  block); they differ only where the channels change (64x64 and 128x128).
   """
 
-  def __init__(self, out_channels, downsample=False, stem=False, conv_factory=conv, **kwargs):
+  def __init__(self, out_channels, downsample=False, stem=False, conv_factory=conv,
+               hidden='out', init='glorot', **kwargs):
     super().__init__(**kwargs)
+    if hidden not in ('in', 'out'):
+      raise ValueError(f"hidden must be 'in' or 'out', not {hidden!r}")
     self.out_channels = out_channels
     self.downsample = downsample or stem
     self.stem = stem
+    self.hidden = hidden
     self._conv_factory = conv_factory
+    self._init = residual_init(init)
 
   def build(self, input_shape):
     in_channels = int(input_shape[-1])
-    hidden = self.out_channels if self.stem else in_channels
-    self.c1 = self._conv_factory(hidden, 3, name='c1')
-    self.c2 = self._conv_factory(self.out_channels, 3, name='c2')
+    hidden = self.out_channels if self.stem or self.hidden == 'out' else in_channels
+    self.c1 = self._conv_factory(hidden, 3, init=self._init, name='c1')
+    self.c2 = self._conv_factory(self.out_channels, 3, init=self._init, name='c2')
     self.learnable_shortcut = self.stem or self.downsample or in_channels != self.out_channels
     if self.learnable_shortcut:
       self.c_sc = self._conv_factory(self.out_channels, 1, init=_PLAIN_INIT, name='c_sc')
@@ -99,18 +128,20 @@ class DiscriminatorBlock(layers.Layer):
 class GeneratorBlock(layers.Layer):
   """BN, ReLU, [bilinear 2x], 3x3 conv, BN, ReLU, 3x3 conv; 1x1 conv shortcut ([up] then conv)."""
 
-  def __init__(self, out_channels, upsample=True, batch_stats=False, **kwargs):
+  def __init__(self, out_channels, upsample=True, batch_stats=False, init='glorot', **kwargs):
     super().__init__(**kwargs)
     self.out_channels = out_channels
     self.upsample = upsample
     self.batch_stats = batch_stats
+    self._init = residual_init(init)
 
   def build(self, input_shape):
     in_channels = int(input_shape[-1])
-    self.b1 = fixed_batch_norm('b1')
-    self.c1 = conv(self.out_channels, 3, name='c1')
-    self.b2 = fixed_batch_norm('b2')
-    self.c2 = conv(self.out_channels, 3, name='c2')
+    epsilon = batch_norm_epsilon(self.batch_stats)
+    self.b1 = fixed_batch_norm('b1', epsilon)
+    self.c1 = conv(self.out_channels, 3, init=self._init, name='c1')
+    self.b2 = fixed_batch_norm('b2', epsilon)
+    self.c2 = conv(self.out_channels, 3, init=self._init, name='c2')
     self.learnable_shortcut = self.upsample or in_channels != self.out_channels
     if self.learnable_shortcut:
       self.c_sc = conv(self.out_channels, 1, init=_PLAIN_INIT, name='c_sc')
@@ -144,12 +175,17 @@ def discriminator_layout(image_size, width):
 
 
 def generator_layout(image_size, width):
-  """Channels of each up-block: constant width up to 32x32, halving from width at 64/128."""
+  """Channels of each up-block: constant width up to 32x32, halving from width at 64/128.
+
+  At 128x128 the first up-block keeps `width` (Mimicry's sngan_128 and the release):
+  width -> width -> width/2 -> ... -> width/16.
+  """
   check_image_size(image_size)
   num_up = int(math.log2(image_size // 4))
   if image_size <= 32:
     return [width] * num_up
-  return [width // 2**(i + 1) for i in range(num_up)]
+  halving = [width // 2**(i + 1) for i in range(4)]
+  return [width] * (num_up - 4) + halving
 
 
 class HatNetwork(tf.keras.Model):
@@ -158,15 +194,16 @@ class HatNetwork(tf.keras.Model):
   Head: ReLU, global average pool, dense(1, no bias). Returns shape [batch].
   """
 
-  def __init__(self, image_size=32, channels=3, width=256, conv_factory=conv, name='hat', **kw):
+  def __init__(self, image_size=32, channels=3, width=256, conv_factory=conv, hidden='out',
+               init='glorot', name='hat', **kw):
     super().__init__(name=name, **kw)
     self.image_size, self.channels, self.width = image_size, channels, width
     stem_channels, layout = discriminator_layout(image_size, width)
-    self.blocks = [DiscriminatorBlock(stem_channels, stem=True, conv_factory=conv_factory,
-                                      name='block0')]
+    block_args = dict(conv_factory=conv_factory, hidden=hidden, init=init)
+    self.blocks = [DiscriminatorBlock(stem_channels, stem=True, name='block0', **block_args)]
     for i, (ch, down) in enumerate(layout):
-      self.blocks.append(DiscriminatorBlock(ch, downsample=down, conv_factory=conv_factory,
-                                            name=f'block{i + 1}'))
+      self.blocks.append(DiscriminatorBlock(ch, downsample=down, name=f'block{i + 1}',
+                                            **block_args))
     self.head = layers.Dense(1, use_bias=False, kernel_initializer=_PLAIN_INIT(), name='head',
                              dtype='float32')
 
@@ -187,7 +224,7 @@ class Generator(tf.keras.Model):
   """G(z): latent [batch, z_dim] -> image [batch, size, size, channels] in out_factor*(-1, 1)."""
 
   def __init__(self, image_size=32, channels=3, width=256, z_dim=128, out_factor=1.0,
-               batch_stats=False, name='generator', **kw):
+               batch_stats=False, init='glorot', name='generator', **kw):
     super().__init__(name=name, **kw)
     self.image_size, self.channels, self.width = image_size, channels, width
     self.z_dim, self.out_factor = z_dim, out_factor
@@ -196,9 +233,9 @@ class Generator(tf.keras.Model):
     # Hat EBM's own generators keep the fixed mean 0 / variance 1 statistics.
     self.batch_stats = batch_stats
     self.dense = layers.Dense(4 * 4 * width, kernel_initializer=_PLAIN_INIT(), name='dense')
-    self.blocks = [GeneratorBlock(ch, batch_stats=batch_stats, name=f'block{i}')
+    self.blocks = [GeneratorBlock(ch, batch_stats=batch_stats, init=init, name=f'block{i}')
                    for i, ch in enumerate(generator_layout(image_size, width))]
-    self.bn = fixed_batch_norm('bn_out')
+    self.bn = fixed_batch_norm('bn_out', batch_norm_epsilon(batch_stats))
     self.to_image = conv(channels, 3, init=_PLAIN_INIT, name='to_image')
 
   @property
@@ -249,11 +286,18 @@ def with_precision(precision, build_fn):
     tf.keras.mixed_precision.set_global_policy(previous)
 
 
+def model_init(config_model):
+  # Configs written before model.init existed were trained with Mimicry's initialisation.
+  return config_model.get('init', 'mimicry')
+
+
 def make_hat(config_model, image_size, channels):
-  return HatNetwork(image_size, channels, config_model.hat_width).build_for_input()
+  return HatNetwork(image_size, channels, config_model.hat_width,
+                    init=model_init(config_model)).build_for_input()
 
 
 def make_generator(config_model, image_size, channels):
   return Generator(image_size, channels, config_model.gen_width, config_model.z_dim,
                    config_model.out_factor,
-                   batch_stats=config_model.get('gen_batch_stats', False)).build_for_input()
+                   batch_stats=config_model.get('gen_batch_stats', False),
+                   init=model_init(config_model)).build_for_input()

@@ -30,7 +30,8 @@ GENERATOR_SOURCES = ('sngan', 'autoencoder', 'savedmodel', 'factory')
 
 
 def joint_langevin_config(**overrides):
-  cfg = config_lib.langevin_config(latent_step_size=5e-3, use_residual=True)
+  # order: 'paper' (Y step, then Z step) or 'release' (Z first, as the authors' release).
+  cfg = config_lib.langevin_config(latent_step_size=5e-3, use_residual=True, order='paper')
   cfg.update(overrides)
   return cfg
 

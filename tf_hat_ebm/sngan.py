@@ -72,10 +72,14 @@ def sn_conv(channels, kernel, init=nets._RESIDUAL_INIT, name=None):  # pylint: d
 
 
 class SNDiscriminator(nets.HatNetwork):
-  """D(x): image -> logit [batch]. The hat network's blocks with spectral-normed convs and head."""
+  """D(x): image -> logit [batch]. The hat network's blocks with spectral-normed convs and head.
+
+  Mimicry's blocks: hidden channels = in channels, initialisation with gain sqrt(2).
+  """
 
   def __init__(self, image_size=32, channels=3, width=128, name='discriminator', **kw):
-    super().__init__(image_size, channels, width, conv_factory=sn_conv, name=name, **kw)
+    super().__init__(image_size, channels, width, conv_factory=sn_conv, hidden='in',
+                     init='mimicry', name=name, **kw)
     self.head = SpectralNormalization(
         layers.Dense(1, kernel_initializer=nets._PLAIN_INIT()), name='head')  # pylint: disable=protected-access
 

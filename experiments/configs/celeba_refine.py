@@ -8,6 +8,7 @@ def get_config():
   config.data.name = 'celeb_a'
   config.data.image_size = 64
   config.data.channels = 3
+  config.model.init = 'glorot'    # Keras' default, as the authors' release
   config.generator.source = 'sngan'
   config.generator.path = 'workdir/celeba_sngan'
   config.model.gen_width = 1024

@@ -8,6 +8,7 @@ def get_config():
   config.data.name = 'celeb_a'
   config.data.image_size = 64
   config.data.channels = 3
+  config.model.init = 'mimicry'   # Mimicry's SN-GAN: gain sqrt(2) on the residual path
   config.model.gen_width = 1024
   config.model.disc_width = 1024
   config.model.z_dim = 128

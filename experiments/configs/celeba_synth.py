@@ -8,6 +8,7 @@ def get_config():
   config.data.name = 'celeb_a'
   config.data.image_size = 64
   config.data.channels = 3
+  config.model.init = 'glorot'    # Keras' default, as the authors' release
   config.model.hat_width = 1024
   config.model.gen_width = 1024
   config.langevin.steps = 50

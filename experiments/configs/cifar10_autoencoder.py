@@ -10,6 +10,7 @@ def get_config():
   config.data.name = 'cifar10'
   config.data.image_size = 32
   config.data.channels = 3
+  config.model.init = 'glorot'    # Keras' default, as the authors' release
   config.model.enc_width = 256
   config.model.gen_width = 256
   config.training.batch_size = 128

@@ -8,6 +8,7 @@ def get_config():
   config.data.name = 'cifar10'
   config.data.image_size = 32
   config.data.channels = 3
+  config.model.init = 'glorot'    # Keras' default, as the authors' release
   config.generator.source = 'autoencoder'
   config.generator.path = 'workdir/cifar10_autoencoder'
   config.model.gen_width = 256        # the decoder's width (cifar10_autoencoder.py)

@@ -8,6 +8,7 @@ def get_config():
   config.data.name = 'cifar10'
   config.data.image_size = 32
   config.data.channels = 3
+  config.model.init = 'mimicry'   # Mimicry's SN-GAN: gain sqrt(2) on the residual path
   config.model.gen_width = 256
   config.model.disc_width = 128
   config.model.z_dim = 128

@@ -19,6 +19,7 @@ def get_config():
   config.data.name = 'digits'
   config.data.image_size = 16
   config.data.channels = 1
+  config.model.init = 'mimicry'   # the digits runs were tuned with Mimicry's initialisation
   config.generator.source = 'sngan'
   config.generator.path = 'workdir/digits_sngan'
   # must match the SN-GAN's config (digits_sngan.py)

@@ -8,6 +8,7 @@ def get_config():
   config.data.name = 'imagenet2012'
   config.data.image_size = 128
   config.data.channels = 3
+  config.model.init = 'glorot'    # Keras' default, as the authors' release
   config.data.cache = False            # 1.28M images do not fit in memory
   config.model.hat_width = 1024
   config.model.gen_width = 1024

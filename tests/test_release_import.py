@@ -1,0 +1,196 @@
+"""The authors' release networks load into ours and reproduce its outputs; imported workdirs load.
+
+Reference data (made with the release's code): small random networks of every class saved in its
+checkpoint format, with their outputs on fixed inputs, in ../shared/release_nets beside the
+checkout.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_hat_ebm import autoencoder
+from tf_hat_ebm import checkpoints
+from tf_hat_ebm import langevin
+from tf_hat_ebm import nets
+from tf_hat_ebm import release_import
+
+from conftest import CONFIGS
+from conftest import REPO
+
+RELEASE = os.path.join(REPO, '..', 'shared', 'release_nets')
+pytestmark = pytest.mark.skipif(not os.path.isdir(RELEASE),
+                                reason=f'no release reference data at {RELEASE}')
+SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
+
+# name -> our network with the release's arguments of that file (its README lists them)
+NETWORKS = {
+    'hat32': lambda: nets.HatNetwork(32, 3, 32),
+    'hat64': lambda: nets.HatNetwork(64, 3, 64),
+    'hat128': lambda: nets.HatNetwork(128, 3, 64),
+    'gen32': lambda: nets.Generator(32, 3, 32, 16, out_factor=2.0),
+    'gen64': lambda: nets.Generator(64, 3, 64, 16, out_factor=2.0),
+    'gen128': lambda: nets.Generator(128, 3, 64, 16, out_factor=2.0),
+    'decoder32': lambda: autoencoder.Decoder(32, 3, 32, out_factor=2.0),
+    'encoder32': lambda: autoencoder.Encoder(32, 3, 32),
+}
+
+
+def release_path(name):
+  return os.path.join(RELEASE, f'{name}.ckpt')
+
+
+def manifest():
+  with open(os.path.join(RELEASE, 'manifest.json')) as f:
+    return json.load(f)
+
+
+def trainable(model):
+  return sum(int(np.prod(v.shape)) for v in model.trainable_variables)
+
+
+def assert_reproduces(name, fn):
+  io = np.load(os.path.join(RELEASE, f'{name}_io.npz'))
+  out = np.asarray(fn(tf.constant(io['input']))).reshape(io['output'].shape)
+  scale = np.abs(io['output']).max()
+  assert np.abs(out - io['output']).max() <= 1e-5 * scale, name
+
+
+@pytest.mark.parametrize('name', sorted(NETWORKS))
+def test_release_networks_load_and_reproduce_outputs(name):
+  model = NETWORKS[name]().build_for_input()
+  entry = manifest()[name]
+  names = sorted(v[:-len(SUFFIX)] for v in entry['variables'] if v.endswith(SUFFIX))
+  assert sorted(release_import.release_variables(model)) == names
+  assert trainable(model) == entry['trainable_parameters']
+  release_import.load_release_weights(model, release_path(name))
+  call = model if name.startswith(('hat', 'encoder')) else (lambda x: model(x, training=False))
+  assert_reproduces(name, call)
+
+
+def test_dense_columns_are_permuted_from_nchw():
+  # The release's dense output is reshaped [-1, C, 4, 4]; ours is [-1, 4, 4, C].
+  kernel = np.arange(2 * 3 * 16).reshape(2, 48)
+  ours = release_import.nchw_to_nhwc_columns(kernel, 3)
+  np.testing.assert_array_equal(ours.reshape(2, 4, 4, 3),
+                                kernel.reshape(2, 3, 4, 4).transpose(0, 2, 3, 1))
+  np.testing.assert_array_equal(release_import.nchw_to_nhwc_columns(kernel[0], 3), ours[0])
+
+
+def test_missing_and_mismatched_variables_are_one_line_errors(monkeypatch):
+  with pytest.raises(ValueError, match=r'hat32.ckpt has no variable block3/sc/bias \(shape \[16'):
+    release_import.load_release_weights(nets.HatNetwork(64, 3, 64).build_for_input(),
+                                        release_path('hat32'))
+  with pytest.raises(ValueError, match=r'conv_1/conv_1/kernel has shape \[3, 3, 3, 32\]; the '
+                     r"config's HatNetwork expects \[3, 3, 3, 16\]"):
+    release_import.load_release_weights(nets.HatNetwork(32, 3, 16).build_for_input(),
+                                        release_path('hat32'))
+  # A checkpoint variable with no place in the network (here: the head, hidden from the mapping).
+  full = release_import.release_variables
+  monkeypatch.setattr(release_import, 'release_variables',
+                      lambda model: {k: v for k, v in full(model).items() if k != 'lin_5/kernel'})
+  with pytest.raises(ValueError, match=r'holds variables a HatNetwork of this config does not '
+                     r'have \(lin_5/kernel\)'):
+    release_import.load_release_weights(nets.HatNetwork(32, 3, 32).build_for_input(),
+                                        release_path('hat32'))
+  with pytest.raises(ValueError, match='cannot read a checkpoint at /nonexistent'):
+    release_import.load_release_weights(nets.HatNetwork(32, 3, 32).build_for_input(),
+                                        '/nonexistent/hat.ckpt')
+
+
+def small(name, **model):
+  sys.path.insert(0, CONFIGS)
+  config = __import__(name).get_config()
+  config.model.update(dict(hat_width=32, gen_width=32, **model))
+  return config
+
+
+@pytest.mark.parametrize('name,generator,model', [
+    ('cifar10_synth', 'gen32', dict(z_dim=16)),
+    ('cifar10_refine', 'gen32', dict(z_dim=16, out_factor=2.0)),
+    ('cifar10_retrofit', 'decoder32', {}),
+])
+def test_imported_workdir_restores_the_release_networks(tmp_path, name, generator, model):
+  config = small(name, **model)
+  kind = 'decoder' if generator.startswith('decoder') else 'generator'
+  workdir = str(tmp_path / 'run')
+  release_import.import_release(config, workdir, release_path('hat32'),
+                                **{kind: release_path(generator)})
+  run = checkpoints.load_run(workdir)
+  assert run.step == config.training.num_steps
+  assert run.config.experiment == config.experiment
+  assert_reproduces('hat32', run.task.hat)
+  assert_reproduces(generator, lambda x: run.task.generator(x, training=False))
+  if config.experiment == 'joint':
+    assert run.config.generator.path == os.path.abspath(os.path.join(workdir, 'generator'))
+  with pytest.raises(ValueError, match='already holds a checkpoint'):
+    release_import.import_release(config, workdir, release_path('hat32'),
+                                  **{kind: release_path(generator)})
+
+
+def test_command_line_error_is_one_line(tmp_path):
+  result = subprocess.run(
+      [sys.executable, os.path.join(REPO, 'experiments', 'import_release.py'),
+       f'--config={os.path.join(CONFIGS, "cifar10_synth.py")}', f'--hat={release_path("hat32")}',
+       f'--generator={release_path("gen32")}', f'--workdir={tmp_path / "run"}'],
+      capture_output=True, text=True, check=False, cwd=REPO,
+      env={**os.environ, 'PYTHONPATH': REPO})
+  assert result.returncode == 1
+  assert result.stderr.strip().splitlines()[-1] == (
+      f'error: {release_path("hat32")}: conv_1/conv_1/kernel has shape [3, 3, 3, 32]; '
+      "the config's HatNetwork expects [3, 3, 3, 256]")
+  assert not os.path.exists(tmp_path / 'run' / 'checkpoints')
+
+
+# ---- the release's Langevin chains (noise off) over the imported hat32 + gen32 ------------------
+CHAINS = ('conditional_T1e-8_clip', 'conditional_T1e-6_prior_noclip', 'joint_T1e-5_prior_clip',
+          'joint_T1e-8_clip')
+
+
+def release_settings(settings):
+  """Our chain settings from the release's: tau_res = 1 / (2 sigma^2), clip = max drift."""
+  common = dict(steps=settings['mcmc_steps'], step_size=settings['epsilon'],
+                temperature=settings['mcmc_temp'], noise=settings['use_noise'],
+                max_drift=(settings['max_langevin_norm_res']
+                           if settings['clip_langevin_grad_res'] else None),
+                prior_sigma=(np.sqrt(1.0 / (2.0 * settings['tau_res']))
+                             if 'tau_res' in settings else None))
+  if settings['update_latents']:
+    return langevin.JointSettings(latent_step_size=settings['epsilon_latent'], order='release',
+                                  **common)
+  return langevin.LangevinSettings(**common)
+
+
+def assert_change_close(ours, start, theirs, what):
+  """|change - release's change| <= 1e-4 of the release's change, plus one float32 ulp of the state.
+
+  The states are float32 in both codes, so a change is only known to one ulp of the state: in
+  joint_T1e-5_prior_clip Y moves by 1.2e-5 while one ulp of |Y| ~ 0.03 is 3.7e-9 (3e-4 of it).
+  """
+  change, expected = ours - start, theirs - start
+  scale = np.abs(expected).max()
+  ulp = np.spacing(np.abs(theirs).max().astype(np.float32))
+  assert scale > 0, what
+  assert np.abs(change - expected).max() <= 1e-4 * scale + ulp, what
+
+
+@pytest.mark.parametrize('chain', CHAINS)
+def test_release_chains_are_reproduced(chain):
+  hat = release_import.load_release_weights(NETWORKS['hat32']().build_for_input(),
+                                            release_path('hat32'))
+  gen = release_import.load_release_weights(NETWORKS['gen32']().build_for_input(),
+                                            release_path('gen32'))
+  settings = release_settings(manifest()[f'chain_{chain}']['settings'])
+  ref = np.load(os.path.join(RELEASE, f'chain_{chain}.npz'))
+  rng = tf.random.Generator.from_seed(0)  # unused: noise is off
+  if isinstance(settings, langevin.JointSettings):
+    z, y, _, _ = langevin.sample_joint(hat, gen, rng, settings, z0=ref['z0'], y0=ref['y0'])
+    assert_change_close(z.numpy(), ref['z0'], ref['z'], 'z')
+  else:
+    y, _ = langevin.sample_conditional(hat, langevin.generate(gen, ref['z0']), rng, settings,
+                                       y0=ref['y0'])
+  assert_change_close(y.numpy(), ref['y0'], ref['y'], 'y')

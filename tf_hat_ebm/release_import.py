@@ -1,0 +1,194 @@
+"""Loads the authors' published models (Keras `save_weights` checkpoints) into tf_hat_ebm networks.
+
+The release saves its networks with `model.save_weights(path)`: a TF checkpoint whose variables are
+named by the release's layer attributes (`conv_1/conv_2/kernel`, `block2/bn_1/gamma`, `lin_1/...`).
+`release_variables(model)` maps those names onto the variables of this project's networks (same
+layouts: nets.py, autoencoder.py), and `load_release_weights` copies them over, checking every name
+and shape. Two facts of the release matter: its generators reshape the dense output as NCHW
+[-1, ngf, 4, 4] before transposing to NHWC (so the dense columns are permuted here), and its batch
+norms keep their initial statistics 0 / 1 with epsilon 1e-3 (as ours).
+
+`import_release` writes a workdir that `checkpoints.load_run` (and so sample.py, evaluate_fid.py,
+evaluate_ood.py, export.py) restores: config.json plus a checkpoint of the task's object graph.
+"""
+import os
+
+import ml_collections
+import tensorflow as tf
+
+from tf_hat_ebm import autoencoder
+from tf_hat_ebm import checkpoints
+from tf_hat_ebm import nets
+
+_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
+# Sub-layers of a release block -> attribute of ours (nets.DiscriminatorBlock, GeneratorBlock,
+# autoencoder.DecoderStemBlock).
+_BLOCK_LAYERS = {'conv_1': 'c1', 'conv_2': 'c2', 'sc': 'c_sc', 'bn_1': 'b1', 'bn_2': 'b2'}
+_LAYER_VARIABLES = ('kernel', 'bias', 'gamma', 'beta', 'moving_mean', 'moving_variance')
+
+
+def _layer(prefix, layer):
+  return {f'{prefix}/{name}': getattr(layer, name) for name in _LAYER_VARIABLES
+          if getattr(layer, name, None) is not None}
+
+
+def _blocks(names, blocks):
+  out = {}
+  for prefix, block in zip(names, blocks):
+    for theirs, ours in _BLOCK_LAYERS.items():
+      if getattr(block, ours, None) is not None:
+        out.update(_layer(f'{prefix}/{theirs}', getattr(block, ours)))
+  return out
+
+
+def release_variables(model):
+  """{release variable name: our variable} for a built network of this project.
+
+  Release names (EBMSNGAN*, GenSNGAN*, GenDecoder32, InfEncoder32): the hat's stem is `conv_1`,
+  its blocks `block2..` and its head `lin_<n+1>`; a generator's dense layer is `lin_1`, its blocks
+  `block2..`, then `bn_<n+2>`, `conv_<n+2>`; the decoder's blocks are `block1..`, then `bn_<n+1>`,
+  `conv_<n+1>`; the encoder's blocks `block1..`, then `conv2latent`.
+  """
+  n = len(model.blocks)
+  if isinstance(model, nets.HatNetwork):
+    names = ['conv_1'] + [f'block{i + 1}' for i in range(1, n)]
+    return {**_blocks(names, model.blocks), **_layer(f'lin_{n + 1}', model.head)}
+  if isinstance(model, nets.Generator):
+    return {**_layer('lin_1', model.dense),
+            **_blocks([f'block{i + 2}' for i in range(n)], model.blocks),
+            **_layer(f'bn_{n + 2}', model.bn), **_layer(f'conv_{n + 2}', model.to_image)}
+  if isinstance(model, autoencoder.Decoder):
+    return {**_blocks([f'block{i + 1}' for i in range(n)], model.blocks),
+            **_layer(f'bn_{n + 1}', model.bn), **_layer(f'conv_{n + 1}', model.to_image)}
+  if isinstance(model, autoencoder.Encoder):
+    return {**_blocks([f'block{i + 1}' for i in range(n)], model.blocks),
+            **_layer('conv2latent', model.to_latent)}
+  raise TypeError(f'no release layout for {type(model).__name__}')
+
+
+def nchw_to_nhwc_columns(value, channels):
+  """Permutes the last axis of the release's dense layer from (C, 4, 4) to ours, (4, 4, C)."""
+  lead = value.shape[:-1]
+  return value.reshape(*lead, channels, 4, 4).transpose(
+      *range(len(lead)), len(lead) + 1, len(lead) + 2, len(lead)).reshape(*lead, -1)
+
+
+def load_release_weights(model, path):
+  """Copies the release checkpoint at `path` into `model` (built); one-line ValueError on mismatch.
+
+  Every variable of the model must be in the checkpoint with the same shape, and every network
+  variable of the checkpoint must have found a place in the model.
+  """
+  try:
+    reader = tf.train.load_checkpoint(path)
+  except (tf.errors.OpError, ValueError) as e:
+    raise ValueError(f'cannot read a checkpoint at {path}: {str(e).strip().splitlines()[0]}') from e
+  shapes = reader.get_variable_to_shape_map()
+  wanted = release_variables(model)
+  missing = sorted(name for name in wanted if name + _SUFFIX not in shapes)
+  if missing:
+    raise ValueError(f'{path} has no variable {missing[0]} (shape '
+                     f'{wanted[missing[0]].shape.as_list()}) of a {type(model).__name__}: is it '
+                     'the right network?')
+  for name, variable in wanted.items():
+    value = reader.get_tensor(name + _SUFFIX)
+    if isinstance(model, nets.Generator) and name.startswith('lin_1/'):
+      if value.shape[-1] == variable.shape[-1]:
+        value = nchw_to_nhwc_columns(value, model.width)
+    if tuple(value.shape) != tuple(variable.shape):
+      raise ValueError(f'{path}: {name} has shape {list(value.shape)}; the config\'s '
+                       f'{type(model).__name__} expects {variable.shape.as_list()}')
+    variable.assign(value.astype(variable.dtype.as_numpy_dtype))
+  unused = sorted(k[:-len(_SUFFIX)] for k in shapes
+                  if k.endswith(_SUFFIX) and k[:-len(_SUFFIX)] not in wanted
+                  and 'OPTIMIZER_SLOT' not in k)
+  if unused:
+    raise ValueError(f'{path} holds variables a {type(model).__name__} of this config does not '
+                     f'have ({", ".join(unused[:3])}{", ..." if len(unused) > 3 else ""})')
+  return model
+
+
+# ---- workdirs ----------------------------------------------------------------------------------
+def _write_workdir(workdir, config, step, items):
+  """config.json and checkpoints/ckpt-<step> of `items`, as the trainer writes them."""
+  ckpt_dir = os.path.join(workdir, 'checkpoints')
+  if tf.train.latest_checkpoint(ckpt_dir):
+    raise ValueError(f'workdir {workdir} already holds a checkpoint; import into a new --workdir')
+  tf.io.gfile.makedirs(workdir)
+  with tf.io.gfile.GFile(os.path.join(workdir, 'config.json'), 'w') as f:
+    f.write(config.to_json_best_effort(indent=2))
+  checkpoint = tf.train.Checkpoint(step=tf.Variable(step, dtype=tf.int64, trainable=False), **items)
+  tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=1).save(checkpoint_number=step)
+
+
+def _require(path, flag, what):
+  if not path:
+    raise ValueError(f'{what} needs --{flag}')
+  return path
+
+
+def _generator_workdir(config, generator, decoder, encoder, generator_workdir, step):
+  """Writes the frozen generator where config.generator expects it; returns the joint config."""
+  config = ml_collections.ConfigDict(config.to_dict())  # unlocked copy: fields are removed below
+  gcfg, data = config.generator, config.data
+  gcfg.path = os.path.abspath(generator_workdir)
+  if gcfg.source == 'sngan':
+    from tf_hat_ebm import sngan  # pylint: disable=g-import-not-at-top
+    _require(generator, 'generator', 'a refinement config')
+    # The release's generators keep batch-norm statistics 0 / 1 (epsilon 1e-3) and come without
+    # a discriminator, so DDLS is not available on an imported refinement run.
+    config.model.gen_batch_stats = False
+    if 'disc_width' in config.model:
+      del config.model['disc_width']
+    model = load_release_weights(
+        nets.make_generator(config.model, data.image_size, data.channels), generator)
+    gen_config = sngan.sngan_config()
+    gen_config.name = f'{config.name}_generator'
+    gen_config.data = ml_collections.ConfigDict(config.data.to_dict())
+    gen_config.model = ml_collections.ConfigDict(config.model.to_dict())
+    _write_workdir(generator_workdir, gen_config, step, dict(generator=model))
+  elif gcfg.source == 'autoencoder':
+    _require(decoder, 'decoder', 'a retrofit config')
+    ae_config = autoencoder.autoencoder_config()
+    ae_config.name = f'{config.name}_autoencoder'
+    ae_config.data = ml_collections.ConfigDict(config.data.to_dict())
+    for key in ('gen_width', 'out_factor', 'init'):
+      ae_config.model[key] = config.model[key]
+    items = dict(decoder=load_release_weights(autoencoder.make_decoder(ae_config), decoder))
+    if encoder:
+      ae_config.model.enc_width = config.model.gen_width
+      items['encoder'] = load_release_weights(autoencoder.make_encoder(ae_config), encoder)
+    _write_workdir(generator_workdir, ae_config, step, items)
+  else:
+    raise ValueError(f'generator.source {gcfg.source!r}: only sngan and autoencoder generators '
+                     'are imported; point generator.path at your own model instead')
+  return config
+
+
+def import_release(config, workdir, hat, generator=None, decoder=None, encoder=None,
+                   generator_workdir=None, step=None):
+  """Writes a workdir of `config` holding the release's networks; returns its path.
+
+  Synthesis: --hat and --generator go into the workdir. Joint runs: the hat goes into the
+  workdir, the generator (refinement) or decoder (retrofit) into `generator_workdir` (default
+  <workdir>/generator), which the written config.generator.path names. The step recorded is
+  `step` (default: the config's training.num_steps).
+  """
+  _require(hat, 'hat', 'every import')
+  step = int(config.training.num_steps if step is None else step)
+  strategy = tf.distribute.get_strategy()
+  if config.experiment == 'joint':
+    config = _generator_workdir(config, generator, decoder, encoder,
+                                generator_workdir or os.path.join(workdir, 'generator'), step)
+  elif config.experiment == 'synthesis':
+    _require(generator, 'generator', 'a synthesis config')
+  else:
+    raise ValueError(f'config.experiment {config.experiment!r}: the release publishes synthesis, '
+                     'refinement and retrofit models only')
+  task = checkpoints.TASK_BUILDERS[config.experiment](config, strategy)
+  load_release_weights(task.hat, hat)
+  if config.experiment == 'synthesis':
+    load_release_weights(task.generator, generator)
+  _write_workdir(workdir, config, step, task.checkpoint_items())
+  return workdir
+
