@@ -39,7 +39,10 @@ def base_config():
   # Digits upscaling 8 -> 16: bilinear. Nearest-neighbour 2x2 blocks are an exact pixel grid that
   # an EBM learns and no generator reproduces (see digits_synth.py); 'nearest' stays available.
   data.resize_method = 'bilinear'
-  data.crop_area_range = (0.5, 1.0)  # imagenet2012 random resized crop
+  # imagenet2012 training crop: 'release' (shorter side to image_size, then a random square crop,
+  # as the authors' release) or 'random_resized' (a random crop of crop_area_range, resized).
+  data.crop = 'release'
+  data.crop_area_range = (0.5, 1.0)
 
   config.model = model = ml_collections.ConfigDict()
   model.hat_width = 256
