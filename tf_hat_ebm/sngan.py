@@ -1,8 +1,8 @@
 """SN-GAN baseline (Miyato et al. 2018, Mimicry settings): the pretrained GAN that refinement needs.
 
 Generator: the project's SN-GAN generator with out_factor 1.0. Discriminator: the hat network's
-layout with spectral normalisation on every convolution and on the dense head (which has a bias,
-as Mimicry's). Hinge loss from TF-GAN, Adam(2e-4, beta1 = 0, beta2 = 0.9) with both rates decayed
+layout with spectral normalisation on every convolution and on the dense head, which has a bias and
+sees the features summed over space (Mimicry's; the hat network averages). Hinge loss from TF-GAN, Adam(2e-4, beta1 = 0, beta2 = 0.9) with both rates decayed
 linearly to 0, n_dis = 5 discriminator steps per generator step; one trainer step is one generator
 step (Mimicry counts 100k of those).
 
@@ -93,13 +93,30 @@ def sn_conv(channels, kernel, init=nets._RESIDUAL_INIT, name=None):  # pylint: d
   return SpectralNormalization(nets.conv(channels, kernel, init), name=name)
 
 
+class SpatialSumHead(layers.Layer):
+  """Mimicry's SN-GAN head: a spectral-normed dense(1) on the ReLU features summed over space.
+
+  The hat network (whose blocks the discriminator shares) hands its head the spatial mean; times
+  the number of positions that is the sum.
+  """
+
+  def __init__(self, positions, **kwargs):
+    super().__init__(**kwargs)
+    self.positions = positions
+    self.dense = SpectralNormalization(
+        layers.Dense(1, kernel_initializer=nets._PLAIN_INIT()), name='dense')  # pylint: disable=protected-access
+
+  def call(self, mean_features):
+    return self.dense(mean_features * self.positions)
+
+
 class SNDiscriminator(nets.HatNetwork):
   """D(x): image -> logit [batch]. The hat network's blocks with spectral-normed convs and head."""
 
   def __init__(self, image_size=32, channels=3, width=128, name='discriminator', **kw):
     super().__init__(image_size, channels, width, conv_factory=sn_conv, name=name, **kw)
-    self.head = SpectralNormalization(
-        layers.Dense(1, kernel_initializer=nets._PLAIN_INIT()), name='head')  # pylint: disable=protected-access
+    downsamples = sum(block.downsample for block in self.blocks)
+    self.head = SpatialSumHead((image_size // 2**downsamples)**2, name='head')
 
 
 def make_discriminator(config_model, image_size, channels):
