@@ -32,4 +32,5 @@ def test_sngan_and_autoencoder_settings():
         2e-4, 2e-4, 0.0, 0.9)
   ae = load('cifar10_autoencoder')
   assert ae.training.num_steps == 100 * ae.training.eval_every  # 100 epochs
-  assert (ae.optim.ae_lr, ae.training.data_noise, ae.training.recon_factor) == (1e-4, 0.02, 1000.0)
+  assert (ae.optim.ae_lr, ae.training.latent_noise, ae.training.recon_factor) == (
+      1e-4, 0.02, 1000.0)

@@ -2,9 +2,9 @@
 
 Generator: the project's SN-GAN generator with out_factor 1.0. Discriminator: the hat network's
 layout with spectral normalisation on every convolution and on the dense head, which has a bias and
-sees the features summed over space (Mimicry's; the hat network averages). Hinge loss from TF-GAN, Adam(2e-4, beta1 = 0, beta2 = 0.9) with both rates decayed
-linearly to 0, n_dis = 5 discriminator steps per generator step; one trainer step is one generator
-step (Mimicry counts 100k of those).
+sees the features summed over space (Mimicry's; the hat network averages). Hinge loss from TF-GAN,
+Adam(2e-4, beta1 = 0, beta2 = 0.9) with both rates decayed linearly to 0, n_dis = 5 discriminator
+steps per generator step; one trainer step is one generator step (Mimicry counts 100k of those).
 
 Keras' SpectralNormalization divides the stored kernel by its spectral norm (one power iteration)
 at every call with training=True and uses the stored kernel as is otherwise, so the discriminator
