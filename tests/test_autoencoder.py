@@ -42,16 +42,17 @@ def test_latent_noise_perturbs_on_the_sphere():
   dist = tf.norm(flat - tf.reshape(z, [500, -1]), axis=1).numpy().mean()
   assert 2.0 < dist < 2.6
   assert _load('digits_autoencoder').training.latent_noise == 0.3
-  assert _load('cifar10_autoencoder').training.latent_noise == 0.0  # the paper's autoencoder
+  assert _load('cifar10_autoencoder').training.latent_noise == 2e-2  # the authors' release
+  assert 'data_noise' not in _load('cifar10_autoencoder').training  # no noise on the image
 
 
-@pytest.mark.parametrize('latent_noise', [0.0, 0.3])
+@pytest.mark.parametrize('latent_noise', [0.0, 2e-2, 0.3])
 def test_training_step_decodes_the_noisy_latent(latent_noise):
-  """The step's loss is 1000 * MSE of decoder(perturb_latent(encoder(x))) with the task's RNG."""
+  """The step's loss is 1000 * MSE of decoder(perturb_latent(encoder(x))) with the task's RNG: the
+  noise goes to the latent only (the clean image is encoded)."""
   config = _load('digits_autoencoder')
   config.model.enc_width = config.model.gen_width = 8
   config.training.batch_size = 4
-  config.training.data_noise = 0.0
   config.training.latent_noise = latent_noise
   task = autoencoder.AutoencoderTask(config, tf.distribute.get_strategy())
   x = tf.random.stateless_uniform([4, 16, 16, 1], [1, 2], -1.0, 1.0)

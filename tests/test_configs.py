@@ -35,7 +35,7 @@ def test_paper_settings():
   assert (celeba.data.image_size, celeba.langevin.temperature) == (64, 1e-8)
   imagenet = load('imagenet128_synth')
   assert imagenet.optim.hat_clip_norm == 50.0 and imagenet.optim.gen_lr == 5e-5
-  assert tuple(imagenet.optim.lr_boundaries) == (250_000,)
+  assert tuple(imagenet.optim.hat_lr_boundaries) == (230_000, 260_000)  # the release's
   assert imagenet.training.num_steps == 300_000
   large = load('imagenet128_synth_large')
   assert large.model.hat_width == large.model.gen_width == 2048

@@ -62,6 +62,43 @@ def test_imagenet_random_resized_crop_shape():
   assert out.shape == (128, 128, 3)
 
 
+def imagenet_cfg(crop):
+  cfg = tiny_config().data
+  cfg.name, cfg.image_size, cfg.channels, cfg.crop = 'imagenet2012', 128, 3, crop
+  return cfg
+
+
+def find_crop(crop, image):
+  """(top, left) offsets at which `crop` appears in `image` exactly (to float32 rounding)."""
+  h, w = crop.shape[:2]
+  return [(i, j) for i in range(image.shape[0] - h + 1) for j in range(image.shape[1] - w + 1)
+          if np.allclose(image[i:i + h, j:j + w], crop, atol=1e-6)]
+
+
+@pytest.mark.parametrize('shape,resized', [((200, 300, 3), (128, 192)),
+                                           ((300, 200, 3), (192, 128))])
+def test_imagenet_release_crop_is_a_crop_of_the_shorter_side_resize(shape, resized):
+  image = tf.cast(tf.random.stateless_uniform(shape, [1, 2], 0, 255, tf.int32), tf.uint8)
+  full = data.to_unit_range(data.resize_shorter_side(tf.cast(image, tf.float32), 128)).numpy()
+  assert full.shape[:2] == resized
+  fn = data.preprocess_fn(imagenet_cfg('release'), training=True)
+  offsets = set()
+  for _ in range(6):
+    out = fn(image).numpy()
+    assert out.shape == (128, 128, 3)
+    found = find_crop(out, full)
+    assert len(found) == 1, found
+    offsets.add(found[0])
+  assert len(offsets) > 1  # a random crop, not a fixed one
+  out = data.preprocess_fn(imagenet_cfg('random_resized'), training=True)(image).numpy()
+  assert out.shape == (128, 128, 3)  # the random resized crop stays available
+
+
+def test_unknown_crop_names_the_field():
+  with pytest.raises(ValueError, match=r"data.crop must be one of \('release', 'random_resized'\)"):
+    data.preprocess_fn(imagenet_cfg('center'), training=True)
+
+
 def test_unknown_dataset_and_split_errors():
   cfg = tiny_config().data
   cfg.name = 'mnist_typo'

@@ -10,7 +10,8 @@ def test_refinement_and_retrofit_settings():
   cifar = load('cifar10_refine')
   assert (cifar.training.num_steps, cifar.training.batch_size, cifar.optim.hat_lr) == (
       20_000, 128, 1e-5)
-  assert chain(cifar.langevin) == (250, 1e-4, 5e-3, 1e-3, 0.25)
+  # where the release and the paper disagree: the training chain has no prior (the release)
+  assert chain(cifar.langevin) == (250, 1e-4, 5e-3, 1e-3, None)
   assert cifar.model.out_factor == 1.0 and cifar.generator.source == 'sngan'
   celeba = load('celeba_refine')
   assert chain(celeba.langevin) == (100, 1e-4, 5e-3, 1e-6, None)
@@ -20,6 +21,7 @@ def test_refinement_and_retrofit_settings():
   assert chain(retro.langevin) == (100, 5e-4, 1e-3, 1e-3, 0.1)
   assert (retro.training.num_steps, retro.optim.hat_lr, retro.model.out_factor) == (
       30_000, 1e-4, 2.0)
+  assert retro.training.data_eps == 1e-2  # the release (paper: 1e-3)
   assert retro.generator.source == 'autoencoder' and retro.langevin.use_residual
 
 
@@ -32,4 +34,5 @@ def test_sngan_and_autoencoder_settings():
         2e-4, 2e-4, 0.0, 0.9)
   ae = load('cifar10_autoencoder')
   assert ae.training.num_steps == 100 * ae.training.eval_every  # 100 epochs
-  assert (ae.optim.ae_lr, ae.training.data_noise, ae.training.recon_factor) == (1e-4, 0.02, 1000.0)
+  assert (ae.optim.ae_lr, ae.training.latent_noise, ae.training.recon_factor) == (
+      1e-4, 0.02, 1000.0)

@@ -44,7 +44,7 @@ def test_hinge_losses_signs():
 
 def test_discriminator_step_raises_d_on_data_and_lowers_it_on_samples():
   task = sngan.SNGANTask(tiny_sngan_config(**{'optim.disc_lr': 1e-3}), tf.distribute.get_strategy())
-  real = tf.fill([4, 16, 16, 1], 0.9)
+  real = tf.fill([4, 16, 16, 1], 0.1)  # D within the hinge margin (|D| < 1) on both sides
   fake = -real
   for _ in range(10):  # converge the power iterations, so the step alone moves D
     task.discriminator(real, training=True)
@@ -53,6 +53,20 @@ def test_discriminator_step_raises_d_on_data_and_lowers_it_on_samples():
   after = [float(tf.reduce_mean(task.discriminator(x))) for x in (real, fake)]
   assert after[0] > before[0] and after[1] < before[1]
   assert int(task.disc_opt.iterations.numpy()) == 1 and int(task.gen_opt.iterations.numpy()) == 0
+
+
+@pytest.mark.parametrize('image_size,positions', [(16, 16), (32, 64), (64, 4)])
+def test_discriminator_head_sees_the_spatial_sum_as_mimicry(image_size, positions):
+  d = sngan.SNDiscriminator(image_size, 3, 32).build_for_input()
+  x = tf.random.stateless_normal([2, image_size, image_size, 3], [0, 1])
+  h = x
+  for block in d.blocks:
+    h = block(h)
+  assert h.shape[1] * h.shape[2] == positions == d.head.positions
+  by_hand = d.head.dense(tf.reduce_sum(tf.nn.relu(h), axis=[1, 2]))[:, 0]
+  np.testing.assert_allclose(d(x).numpy(), by_hand.numpy(), rtol=1e-5, atol=1e-6)
+  mean_head = d.head.dense(tf.reduce_mean(tf.nn.relu(h), axis=[1, 2]))[:, 0]
+  assert not np.allclose(d(x).numpy(), mean_head.numpy(), rtol=1e-2)
 
 
 def test_spectral_norm_bounds_the_kernel():

@@ -3,11 +3,18 @@
 Encoder: hat-style blocks (stem without downsampling, one down block, two blocks), ReLU, 3x3 conv
 to one channel: an image-shaped latent at half the resolution (16x16x1 for 32x32 images, 8x8x1 for
 the 16x16 digits), projected onto the sphere of radius sqrt(m), m its size (16 for 16x16x1), where
+<<<<<<< HEAD
 N(0, I) latents also concentrate. Decoder (the authors' release, GenDecoder32): a residual stem
 block at the latent resolution (3x3 conv, BN, ReLU, 3x3 conv; 1x1 conv shortcut), one upsampling
 generator block to the image size, two generator blocks without upsampling, BN, ReLU, 3x3 conv,
 tanh.
 Trained with 1000 * MSE between the reconstruction of data + 0.02 N(0, I) and the clean data.
+=======
+N(0, I) latents also concentrate. Decoder: the 32x32 generator with its dense layer replaced by a
+3x3 conv stem and its first two up-blocks not upsampling (one upsampling, to the image size).
+Trained with 1000 * MSE between x and the decoding of its noisy latent sphere(E(x) + s N(0, I)),
+s = training.latent_noise (the authors' release: 2e-2, added to the latent, not to the image).
+>>>>>>> r14b
 """
 import json
 import os
@@ -34,10 +41,8 @@ def autoencoder_config():
   config.model.out_factor = 2.0       # as the synthesis / retrofit generators
   config.training.batch_size = 128
   config.training.num_epochs = 100
-  config.training.data_noise = 0.02
-  # > 0: the decoder is trained on sphere(latent + latent_noise * N(0, I)) (not in the paper; the
-  # digits config's reason is there). 0: the paper's decoder of the exact latent.
-  config.training.latent_noise = 0.0
+  # The decoder is trained on sphere(E(x) + latent_noise * N(0, I)); the release's 2e-2.
+  config.training.latent_noise = 2e-2
   config.training.recon_factor = 1000.0
   config.training.eval_every = 0      # set by the configs to one epoch of steps
   config.training.eval_examples = 10_000  # of the train split, for the per-epoch train error
@@ -140,7 +145,8 @@ def perturb_latent(z, latent_noise, rng):
   """sphere(z + latent_noise * N(0, I)): the decoder's training latent (z itself when 0).
 
   Training the decoder on a neighbourhood of each code smooths G over the sphere, so that gradient
-  steps in Z (the retrofit's Langevin chain) can move towards digits instead of stalling.
+  steps in Z (the retrofit's Langevin chain) can move towards data instead of stalling. The release
+  decodes E(x) + noise as is; the projection keeps every training latent on the sphere.
   """
   if latent_noise <= 0:
     return z
@@ -179,10 +185,9 @@ class AutoencoderTask:
 
   def replica_step(self, images):
     tcfg = self.config.training
-    noisy = learning.perturb_data(images, tcfg.data_noise, self.rng)
 
     def loss_fn():
-      z = perturb_latent(self.encoder(noisy), tcfg.latent_noise, self.rng)
+      z = perturb_latent(self.encoder(images), tcfg.latent_noise, self.rng)
       return learning.generator_loss(self.decoder(z), images, tcfg.recon_factor,
                                      self.global_batch)
 

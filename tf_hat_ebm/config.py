@@ -39,7 +39,10 @@ def base_config():
   # Digits upscaling 8 -> 16: bilinear. Nearest-neighbour 2x2 blocks are an exact pixel grid that
   # an EBM learns and no generator reproduces (see digits_synth.py); 'nearest' stays available.
   data.resize_method = 'bilinear'
-  data.crop_area_range = (0.5, 1.0)  # imagenet2012 random resized crop
+  # imagenet2012 training crop: 'release' (shorter side to image_size, then a random square crop,
+  # as the authors' release) or 'random_resized' (a random crop of crop_area_range, resized).
+  data.crop = 'release'
+  data.crop_area_range = (0.5, 1.0)
 
   config.model = model = ml_collections.ConfigDict()
   model.hat_width = 256
@@ -85,8 +88,16 @@ def base_config():
   optim.beta2 = 0.999
   optim.hat_clip_norm = ml_collections.FieldReference(None, field_type=float)
   optim.gen_clip_norm = ml_collections.FieldReference(None, field_type=float)
-  optim.lr_boundaries = ()        # steps at which both learning rates are multiplied by lr_factor
-  optim.lr_factor = 0.1
+  # 'global': clip the global norm of the replica-summed gradient; 'per_variable_per_replica':
+  # clip each variable's gradient on each replica before the sum (the authors' release, ImageNet).
+  optim.hat_clip_mode = 'global'
+  optim.gen_clip_mode = 'global'
+  # Piecewise-constant schedules: <net>_lr up to the first boundary step, <net>_lr_values[i] after
+  # step <net>_lr_boundaries[i] (Keras' PiecewiseConstantDecay; ImageNet drops both late).
+  optim.hat_lr_boundaries = ()
+  optim.hat_lr_values = ()
+  optim.gen_lr_boundaries = ()
+  optim.gen_lr_values = ()
   optim.ema_decay = ml_collections.FieldReference(None, field_type=float)  # Keras use_ema
 
   # Speed options; defaults chosen by measurement with benchmarks/step_time.py.

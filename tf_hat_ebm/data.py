@@ -54,7 +54,7 @@ def center_crop_resize(image, size):
 
 
 def random_resized_crop(image, size, area_range, seed=None):
-  """ImageNet: random crop of area_range of the image, aspect 3/4..4/3, resized to size."""
+  """Random crop of area_range of the image, aspect 3/4..4/3, resized to size."""
   bbox = tf.zeros([1, 0, 4])
   begin, crop_size, _ = tf.image.sample_distorted_bounding_box(
       tf.shape(image), bbox, min_object_covered=0.0, aspect_ratio_range=(0.75, 1.333),
@@ -63,18 +63,39 @@ def random_resized_crop(image, size, area_range, seed=None):
   return tf.image.resize(image, [size, size], method='bilinear', antialias=True)
 
 
+def resize_shorter_side(image, size):
+  """Bilinear (antialiased) resize so that the shorter side is `size`, aspect kept."""
+  shape = tf.cast(tf.shape(image)[:2], tf.float32)
+  scale = float(size) / tf.reduce_min(shape)
+  new_shape = tf.maximum(tf.cast(tf.round(shape * scale), tf.int32), size)
+  return tf.image.resize(image, new_shape, method='bilinear', antialias=True)
+
+
+def release_crop(image, size, seed=None):
+  """ImageNet as the authors' release: shorter side to size, then a random size x size crop."""
+  image = resize_shorter_side(image, size)
+  return tf.image.random_crop(image, [size, size, tf.shape(image)[2]], seed=seed)
+
+
+CROPS = ('release', 'random_resized')
+
+
 def preprocess_fn(cfg, training):
   """Maps a raw uint8 image to float32 [size, size, channels] in [-1, 1] for dataset cfg.name."""
   size = cfg.image_size
+  if cfg.crop not in CROPS:
+    raise ValueError(f'data.crop must be one of {CROPS}, not {cfg.crop!r}')
 
   def fn(image):
     if cfg.name == 'celeb_a':
       image = center_crop_resize(tf.cast(image, tf.float32), size)
     elif cfg.name == 'imagenet2012':
-      if training:
-        image = random_resized_crop(tf.cast(image, tf.float32), size, tuple(cfg.crop_area_range))
-      else:
+      if not training:
         image = center_crop_resize(tf.cast(image, tf.float32), size)
+      elif cfg.crop == 'release':
+        image = release_crop(tf.cast(image, tf.float32), size)
+      else:
+        image = random_resized_crop(tf.cast(image, tf.float32), size, tuple(cfg.crop_area_range))
     elif image.shape[0] != size:
       image = _resize(tf.cast(image, tf.float32), size, 'bilinear')
     image = to_unit_range(image)

@@ -1,14 +1,39 @@
-"""Adam optimizers with the config's piecewise-constant learning-rate schedule."""
+"""Adam optimizers with a learning-rate schedule per network."""
 import tensorflow as tf
 
+# Networks with a piecewise-constant schedule in the config's optim section.
+SCHEDULED_NETWORKS = ('hat', 'gen')
 
-def learning_rate_schedule(base_lr, boundaries, factor):
-  """base_lr, multiplied by `factor` at each boundary step (ImageNet: x0.1 late in training)."""
-  boundaries = [int(b) for b in boundaries]
+
+def piecewise_schedule(base_lr, boundaries, values, field='optim'):
+  """base_lr up to step boundaries[0], values[i] after step boundaries[i]; a float when constant.
+
+  `field` names the config fields in errors (e.g. 'optim.hat_lr').
+  """
+  boundaries, values = [int(b) for b in boundaries], [float(v) for v in values]
+  if len(boundaries) != len(values):
+    raise ValueError(f'{field}_boundaries has {len(boundaries)} steps but {field}_values has '
+                     f'{len(values)} learning rates; give one rate per boundary')
+  if any(b <= a for a, b in zip([0] + boundaries, boundaries)):
+    raise ValueError(f'{field}_boundaries must be positive and increasing, not {boundaries}')
   if not boundaries:
     return float(base_lr)
-  values = [float(base_lr) * factor**i for i in range(len(boundaries) + 1)]
-  return tf.keras.optimizers.schedules.PiecewiseConstantDecay(boundaries, values)
+  return tf.keras.optimizers.schedules.PiecewiseConstantDecay(boundaries,
+                                                              [float(base_lr)] + values)
+
+
+def network_schedule(optim_cfg, network):
+  """The schedule of optim.<network>_lr, _lr_boundaries and _lr_values (network 'hat' or 'gen')."""
+  if network not in SCHEDULED_NETWORKS:
+    raise ValueError(f'no learning-rate schedule for {network!r}; known: {SCHEDULED_NETWORKS}')
+  return piecewise_schedule(optim_cfg[f'{network}_lr'], optim_cfg[f'{network}_lr_boundaries'],
+                            optim_cfg[f'{network}_lr_values'], f'optim.{network}_lr')
+
+
+def linear_decay(base_lr, decay_steps):
+  """base_lr decayed linearly to 0 at optimizer step decay_steps (Mimicry's SN-GAN schedule)."""
+  return tf.keras.optimizers.schedules.PolynomialDecay(float(base_lr), int(decay_steps), 0.0,
+                                                       power=1.0)
 
 
 class ScaledSchedule(tf.keras.optimizers.schedules.LearningRateSchedule):
@@ -26,11 +51,12 @@ class ScaledSchedule(tf.keras.optimizers.schedules.LearningRateSchedule):
     return {'schedule': self.schedule, 'scale': float(self.scale.numpy())}
 
 
-def make_adam(optim_cfg, base_lr, variables, lr_scale=None):
+def make_adam(optim_cfg, learning_rate, variables, lr_scale=None):
   """Adam(beta1, beta2) with optional weight moving average; slots built now, so that a restore
-  fills them immediately rather than deferring. `lr_scale`: a variable multiplying the schedule."""
+  fills them immediately rather than deferring. `learning_rate`: a float or a Keras schedule of
+  the optimizer's step; `lr_scale`: a variable multiplying it."""
   ema = optim_cfg.ema_decay
-  schedule = learning_rate_schedule(base_lr, optim_cfg.lr_boundaries, optim_cfg.lr_factor)
+  schedule = learning_rate
   if lr_scale is not None:
     schedule = ScaledSchedule(schedule, lr_scale)
   opt = tf.keras.optimizers.Adam(

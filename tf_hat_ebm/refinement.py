@@ -173,6 +173,7 @@ class JointTask:
 
   def __init__(self, config, strategy, generator=None):
     self.config, self.strategy = config, strategy
+    learning.check_clip_mode(config.optim.hat_clip_mode, 'optim.hat_clip_mode')
     self.global_batch = config.training.batch_size
     self.batch = check_batch_split(config.training.batch_size, strategy)
     self.settings = langevin.JointSettings.from_config(config.langevin)
@@ -186,7 +187,7 @@ class JointTask:
         self.generator, self.discriminator = generator, None
       self.hat = nets.make_hat(config.model, data.image_size, data.channels)
       self.lr_scale = tf.Variable(1.0, trainable=False, name='lr_scale')  # lowered by rollback
-      self.hat_opt = optim.make_adam(config.optim, config.optim.hat_lr,
+      self.hat_opt = optim.make_adam(config.optim, optim.network_schedule(config.optim, 'hat'),
                                      self.hat.trainable_variables, self.lr_scale)
       self.rng = tf.random.Generator.from_seed(config.seed)
       self.grid_rng = tf.random.Generator.from_seed(config.seed + 1)
@@ -209,7 +210,7 @@ class JointTask:
     x_neg = tf.stop_gradient(g_z + y)
     ebm_value, hat_norm, e_pos, e_neg = learning.ebm_update(
         self.hat, self.hat_opt, x_pos, x_neg, self.settings.temperature, self.global_batch,
-        self.config.optim.hat_clip_norm)
+        self.config.optim.hat_clip_norm, self.config.optim.hat_clip_mode)
     return dict(energy_diff=e_pos - e_neg,
                 ebm_loss=ebm_value * self.strategy.num_replicas_in_sync, hat_grad_norm=hat_norm,
                 energy_pos=e_pos, energy_neg=e_neg, **diag)

@@ -1,8 +1,9 @@
 """SN-GAN baseline (Miyato et al. 2018, Mimicry settings): the pretrained GAN that refinement needs.
 
 Generator: the project's SN-GAN generator with out_factor 1.0. Discriminator: the hat network's
-layout with spectral normalisation on every convolution and on the dense head (which has a bias,
-as Mimicry's). Hinge loss from TF-GAN, Adam(2e-4, beta1 = 0, beta2 = 0.9), n_dis = 5 discriminator
+layout with spectral normalisation on every convolution and on the dense head, which has a bias and
+sees the features summed over space (Mimicry's; the hat network averages). Hinge loss from TF-GAN,
+Adam(2e-4, beta1 = 0, beta2 = 0.9) with both rates decayed linearly to 0, n_dis = 5 discriminator
 steps per generator step; one trainer step is one generator step (Mimicry counts 100k of those).
 
 Keras' SpectralNormalization divides the stored kernel by its spectral norm (one power iteration)
@@ -42,7 +43,28 @@ def sngan_config():
   config.optim.disc_lr = 2e-4
   config.optim.beta1 = 0.0
   config.optim.beta2 = 0.9
+  # Mimicry: both learning rates decay linearly to 0 over the run ('constant': gen_lr's schedule
+  # and disc_lr as they are).
+  config.optim.lr_decay = 'linear'
   return config
+
+
+LR_DECAYS = ('linear', 'constant')
+
+
+def learning_rates(config):
+  """(generator, discriminator) learning rates or schedules of their optimizers' steps.
+
+  Linear decay as Mimicry's: the rate of generator step t is lr * (1 - t / num_steps); the
+  discriminator takes n_dis steps per generator step, so its schedule runs n_dis times longer.
+  """
+  ocfg, tcfg = config.optim, config.training
+  if ocfg.lr_decay not in LR_DECAYS:
+    raise ValueError(f'optim.lr_decay must be one of {LR_DECAYS}, not {ocfg.lr_decay!r}')
+  if ocfg.lr_decay == 'constant':
+    return optim.network_schedule(ocfg, 'gen'), ocfg.disc_lr
+  return (optim.linear_decay(ocfg.gen_lr, tcfg.num_steps),
+          optim.linear_decay(ocfg.disc_lr, tcfg.num_steps * tcfg.n_dis))
 
 
 class SpectralNormalization(layers.SpectralNormalization):
@@ -71,6 +93,23 @@ def sn_conv(channels, kernel, init=nets._RESIDUAL_INIT, name=None):  # pylint: d
   return SpectralNormalization(nets.conv(channels, kernel, init), name=name)
 
 
+class SpatialSumHead(layers.Layer):
+  """Mimicry's SN-GAN head: a spectral-normed dense(1) on the ReLU features summed over space.
+
+  The hat network (whose blocks the discriminator shares) hands its head the spatial mean; times
+  the number of positions that is the sum.
+  """
+
+  def __init__(self, positions, **kwargs):
+    super().__init__(**kwargs)
+    self.positions = positions
+    self.dense = SpectralNormalization(
+        layers.Dense(1, kernel_initializer=nets._PLAIN_INIT()), name='dense')  # pylint: disable=protected-access
+
+  def call(self, mean_features):
+    return self.dense(mean_features * self.positions)
+
+
 class SNDiscriminator(nets.HatNetwork):
   """D(x): image -> logit [batch]. The hat network's blocks with spectral-normed convs and head.
 
@@ -80,8 +119,8 @@ class SNDiscriminator(nets.HatNetwork):
   def __init__(self, image_size=32, channels=3, width=128, name='discriminator', **kw):
     super().__init__(image_size, channels, width, conv_factory=sn_conv, hidden='in',
                      init='mimicry', name=name, **kw)
-    self.head = SpectralNormalization(
-        layers.Dense(1, kernel_initializer=nets._PLAIN_INIT()), name='head')  # pylint: disable=protected-access
+    downsamples = sum(block.downsample for block in self.blocks)
+    self.head = SpatialSumHead((image_size // 2**downsamples)**2, name='head')
 
 
 def make_discriminator(config_model, image_size, channels):
@@ -122,9 +161,10 @@ class SNGANTask:
       self.generator = nets.make_generator(config.model, data.image_size, data.channels)
       self.discriminator = make_discriminator(config.model, data.image_size, data.channels)
       self.lr_scale = tf.Variable(1.0, trainable=False, name='lr_scale')  # lowered by rollback
-      self.gen_opt = optim.make_adam(config.optim, config.optim.gen_lr,
-                                     self.generator.trainable_variables, self.lr_scale)
-      self.disc_opt = optim.make_adam(config.optim, config.optim.disc_lr,
+      gen_lr, disc_lr = learning_rates(config)
+      self.gen_opt = optim.make_adam(config.optim, gen_lr, self.generator.trainable_variables,
+                                     self.lr_scale)
+      self.disc_opt = optim.make_adam(config.optim, disc_lr,
                                       self.discriminator.trainable_variables, self.lr_scale)
       self.rng = tf.random.Generator.from_seed(config.seed)
       self.grid_rng = tf.random.Generator.from_seed(config.seed + 1)
@@ -165,7 +205,8 @@ class SNGANTask:
         lambda: generator_loss(
             self.discriminator(self.generator(self._latents(), training=True), training=True),
             self.global_batch),
-        self.generator.trainable_variables, self.config.optim.gen_clip_norm)
+        self.generator.trainable_variables, self.config.optim.gen_clip_norm,
+        self.config.optim.gen_clip_mode)
 
   def replica_step(self, images):
     # n_dis real batches arrive at once (batches_per_step); each D step gets fresh fakes.

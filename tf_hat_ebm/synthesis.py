@@ -30,6 +30,8 @@ class SynthesisTask:
     if tcfg.generator_update not in GENERATOR_UPDATES:
       raise ValueError(f'training.generator_update must be one of {GENERATOR_UPDATES}, '
                        f'not {tcfg.generator_update!r}')
+    for net in ('hat', 'gen'):
+      learning.check_clip_mode(config.optim[f'{net}_clip_mode'], f'optim.{net}_clip_mode')
     self.global_batch = tcfg.batch_size
     self.batch = check_batch_split(tcfg.batch_size, strategy)
     self.settings = langevin.LangevinSettings.from_config(config.langevin)
@@ -48,9 +50,9 @@ class SynthesisTask:
           nets.make_generator(config.model, data.image_size, data.channels)))
       # One factor on both learning rates; a divergence rollback lowers it (trainer.py).
       self.lr_scale = tf.Variable(1.0, trainable=False, name='lr_scale')
-      self.hat_opt = optim.make_adam(config.optim, config.optim.hat_lr,
+      self.hat_opt = optim.make_adam(config.optim, optim.network_schedule(config.optim, 'hat'),
                                      self.hat.trainable_variables, self.lr_scale)
-      self.gen_opt = optim.make_adam(config.optim, config.optim.gen_lr,
+      self.gen_opt = optim.make_adam(config.optim, optim.network_schedule(config.optim, 'gen'),
                                      self.generator.trainable_variables, self.lr_scale)
       self.rng = tf.random.Generator.from_seed(config.seed)
       self.grid_rng = tf.random.Generator.from_seed(config.seed + 1)
@@ -88,7 +90,7 @@ class SynthesisTask:
 
     ebm_value, hat_norm, e_pos, e_neg = learning.ebm_update(
         self.hat, self.hat_opt, x_pos, x_neg, self.settings.temperature, self.global_batch,
-        ocfg.hat_clip_norm)
+        ocfg.hat_clip_norm, ocfg.hat_clip_mode)
 
     if self.bank is not None:
       indices = self.bank.choose(self.rng, self.batch)
@@ -100,7 +102,7 @@ class SynthesisTask:
         self.gen_opt,
         lambda: learning.generator_loss(self.generator(z_target), x_target,
                                         tcfg.gen_loss_factor, self.global_batch),
-        self.generator.trainable_variables, ocfg.gen_clip_norm)
+        self.generator.trainable_variables, ocfg.gen_clip_norm, ocfg.gen_clip_mode)
 
     if self.bank is not None:
       self.bank.overwrite(indices, z, x_neg)

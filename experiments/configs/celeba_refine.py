@@ -22,6 +22,6 @@ def get_config():
     chain.temperature = 1e-6
     chain.prior_sigma = None
   config.training.batch_size = 128
-  config.training.num_steps = 20_000
+  config.training.num_steps = 20_000   # paper; the release trained 25,000
   config.optim.hat_lr = 1e-5
   return config

@@ -19,4 +19,5 @@ def get_config():
   config.training.checkpoint_every = 10 * STEPS_PER_EPOCH
   config.training.sample_every = 10 * STEPS_PER_EPOCH
   config.optim.ae_lr = 1e-4
+  config.training.latent_noise = 2e-2  # the release: noise on the latent E(x), not on the image
   return config

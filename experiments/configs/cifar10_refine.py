@@ -21,6 +21,7 @@ def get_config():
     chain.latent_step_size = 5e-3
     chain.temperature = 1e-3
     chain.prior_sigma = 0.25
+  config.langevin.prior_sigma = None   # the release: prior only in sampling (paper: also here)
   config.training.batch_size = 128
   config.training.num_steps = 20_000   # paper; the release trained 25,000
   config.optim.hat_lr = 1e-5
