@@ -68,7 +68,7 @@ def sweep_seed(args, seed):
   os.makedirs(seed_dir, exist_ok=True)
   row = dict(seed=seed)
   overrides = [f'--config.{o}' for o in args.override]
-  generator_dir = None
+  generator_dir = previous = None
   for stage, script, config in CHAINS[args.chain]:
     workdir = os.path.join(seed_dir, stage)
     cmd = [sys.executable, os.path.join('experiments', script),
@@ -86,18 +86,18 @@ def sweep_seed(args, seed):
     if code != 0:
       row.update(failed=f'{stage} exit {code} (see {log})', guard_fired=guard_fired(log))
       return row
-    generator_dir = workdir
+    previous, generator_dir = generator_dir, workdir
   row['guard_fired'] = guard_fired(log)
   diffs = scalar_series(workdir, 'energy_diff')
   if diffs:
     warm = diffs[-1][0] * args.warmup
     row['final_energy_diff'] = diffs[-1][1]
     row['max_abs_energy_diff_after_warmup'] = max(abs(v) for s, v in diffs if s >= warm)
-  row.update(score(args, workdir, seed_dir))
+  row.update(score(args, workdir, seed_dir, generator_dir=previous))
   return row
 
 
-def score(args, workdir, seed_dir):
+def score(args, workdir, seed_dir, generator_dir=None):
   """Small-data FIDs (digits classifier) of the run's samples and of the test split."""
   if args.chain == 'synth':
     cmd = [sys.executable, 'experiments/evaluate_fid.py', f'--workdir={workdir}',
@@ -112,7 +112,8 @@ def score(args, workdir, seed_dir):
   config = os.path.join(CONFIGS, CHAINS[args.chain][-1][2])
   cmd = [sys.executable, 'experiments/sample_refinement.py', f'--config={config}',
          f'--workdir={workdir}', f'--fid_samples={args.fid_samples}',
-         f'--fid_runs={args.fid_runs}']
+         f'--fid_runs={args.fid_runs}', f'--config.generator.path={generator_dir}']
+  cmd += [f'--config.{o}' for o in args.override]
   code, _ = run(cmd, os.path.join(seed_dir, 'compare.log'))
   if code != 0:
     return dict(failed=f'sample_refinement exit {code}')
