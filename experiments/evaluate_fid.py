@@ -2,7 +2,7 @@ r"""FID of a trained Hat EBM beside its baselines, all with one feature network.
 
   python experiments/evaluate_fid.py --workdir=workdir/digits_synth    # small-data FID (classifier)
   python experiments/evaluate_fid.py --workdir=/data/runs/cifar10 --inception_path=/data/inception
-  python experiments/evaluate_fid.py --workdir=workdir/digits_refine   # Table 2: SN-GAN, DDLS, Hat EBM
+  python experiments/evaluate_fid.py --workdir=workdir/digits_refine  # SN-GAN, DDLS and Hat EBM
 
 Synthesis runs: the Hat EBM's samples X = G(Z) + Y and its generator alone G(Z). Joint runs
 (refinement, retrofit): from the same latents Z0, the generator alone G(Z0) (the SN-GAN of a
@@ -59,7 +59,7 @@ def joint_rows(run, net, train, num_samples):
   sampler = compare.make_sampler(run.task, run.config)
   fids = compare.method_fids(run.task, sampler, net, train, num_samples, FLAGS.runs, FLAGS.seed,
                              FLAGS.batch_size, verbose=True)
-  gan = 'SN-GAN' if run.config.generator.source == 'sngan' else 'generator'
+  gan = {'sngan': 'SN-GAN', 'autoencoder': 'decoder'}.get(run.config.generator.source, 'generator')
   rows = [('generator', f'{gan} G(Z0)'), ('ddls', 'DDLS (Langevin in z, SN-GAN D)'),
           ('hat_ebm', 'Hat EBM X = G(Z_K) + Y_K')]
   s, d = run.task.sampling_settings, run.config.ddls
