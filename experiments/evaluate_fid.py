@@ -1,10 +1,15 @@
-r"""FID of a trained Hat EBM: its samples, its generator alone, and the data's test split.
+r"""FID of a trained Hat EBM beside its baselines, all with one feature network.
 
   python experiments/evaluate_fid.py --workdir=workdir/digits_synth    # small-data FID (classifier)
   python experiments/evaluate_fid.py --workdir=/data/runs/cifar10 --inception_path=/data/inception
+  python experiments/evaluate_fid.py --workdir=workdir/digits_refine  # SN-GAN, DDLS and Hat EBM
 
-Samples come from the config's `sampling` chain (the release: K=125, T=1e-3, Y0 ~ 0.01 N(0, I))
-and are scored against the train split; --runs independent sample sets give mean +- std.
+Synthesis runs: the Hat EBM's samples X = G(Z) + Y and its generator alone G(Z). Joint runs
+(refinement, retrofit): from the same latents Z0, the generator alone G(Z0) (the SN-GAN of a
+refinement), DDLS (when the generator comes with a discriminator; config.ddls) and the Hat EBM's
+joint chain X = G(Z_K) + Y_K. Samples come from the config's `sampling` chain and are scored
+against the train split; --runs independent sample sets give mean +- std. Features: Inception
+for CIFAR-10 / CelebA / ImageNet, the digits classifier for the digits.
 The table is also written to <workdir>/fid.json.
 """
 import os
@@ -19,6 +24,7 @@ import tensorflow as tf  # noqa: E402
 from tf_hat_ebm import checkpoints  # noqa: E402
 from tf_hat_ebm import export  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
+from tf_hat_ebm.evaluation import compare  # noqa: E402
 from tf_hat_ebm.evaluation import features  # noqa: E402
 from tf_hat_ebm.evaluation import fid  # noqa: E402
 
@@ -37,6 +43,32 @@ flags.DEFINE_integer('seed', 0, 'Seed of the first sample batch.')
 FLAGS = flags.FLAGS
 
 
+def synthesis_rows(run, net, train, num_samples):
+  """([(method, row label)], {method: [FID per run]}, chain description) of a synthesis run."""
+  module = export.build_module(run)
+  fids = fid.sample_fids(module, net, train, num_samples, FLAGS.batch_size, FLAGS.runs,
+                         FLAGS.seed)
+  s = run.task.sampling_settings
+  chain = f'K={s.steps}, eps={s.step_size:g}, T={s.temperature:g}, Y0 scale={s.init_scale:g}'
+  rows = [('hat_ebm', 'Hat EBM samples X = G(Z) + Y'), ('generator', 'generator alone G(Z)')]
+  return rows, fids, chain
+
+
+def joint_rows(run, net, train, num_samples):
+  """The same for a joint run: G(Z0), DDLS (when there is a D) and the Hat EBM, from one Z0."""
+  sampler = compare.make_sampler(run.task, run.config)
+  fids = compare.method_fids(run.task, sampler, net, train, num_samples, FLAGS.runs, FLAGS.seed,
+                             FLAGS.batch_size, verbose=True)
+  gan = {'sngan': 'SN-GAN', 'autoencoder': 'decoder'}.get(run.config.generator.source, 'generator')
+  rows = [('generator', f'{gan} G(Z0)'), ('ddls', 'DDLS (Langevin in z, SN-GAN D)'),
+          ('hat_ebm', 'Hat EBM X = G(Z_K) + Y_K')]
+  s, d = run.task.sampling_settings, run.config.ddls
+  chain = (f'K={s.steps}, eps_y={s.step_size:g}, eps_z={s.latent_step_size:g}, '
+           f'T={s.temperature:g}, prior sigma={s.prior_sigma}; DDLS K={d.steps}, '
+           f'eps={d.step_size:g}')
+  return [r for r in rows if r[0] in fids], fids, chain
+
+
 def evaluate():
   run = checkpoints.load_run(FLAGS.workdir)
   data_cfg = run.config.data
@@ -50,19 +82,15 @@ def evaluate():
                                FLAGS.batch_size)
   test = fid.data_activations(data_cfg, data_cfg.test_split, net, FLAGS.workdir,
                               FLAGS.batch_size)
-  module = export.build_module(run)
-  fids = fid.sample_fids(module, net, train, num_samples, FLAGS.batch_size, FLAGS.runs,
-                         FLAGS.seed)
+  joint = run.config.get('experiment', 'synthesis') == 'joint'
+  methods, fids, chain = (joint_rows if joint else synthesis_rows)(run, net, train, num_samples)
   data_fid = fid.frechet_distance(train, test)
 
-  s = run.task.sampling_settings
-  rows = [(f'Hat EBM samples X = G(Z) + Y ({num_samples})', *fid.mean_std(fids['hat_ebm'])),
-          (f'generator alone G(Z) ({num_samples})', *fid.mean_std(fids['generator'])),
-          (f'data: {data_cfg.test_split} split ({len(test)})', data_fid, None)]
+  rows = [(f'{label} ({num_samples})', *fid.mean_std(fids[key])) for key, label in methods]
+  rows.append((f'data: {data_cfg.test_split} split ({len(test)})', data_fid, None))
   print(f'\nFID vs {data_cfg.name} {data_cfg.train_split} split ({len(train)} images), '
         f'step {run.step} of {FLAGS.workdir}')
-  print(f'features: {net.description}; {FLAGS.runs} run(s); sampling chain K={s.steps}, '
-        f'eps={s.step_size:g}, T={s.temperature:g}, Y0 scale={s.init_scale:g}')
+  print(f'features: {net.description}; {FLAGS.runs} run(s); sampling chain {chain}')
   width = max(len(r[0]) for r in rows)
   print(f'| {"samples".ljust(width)} | FID              |')
   print(f'|{"-" * (width + 2)}|------------------|')
@@ -70,9 +98,9 @@ def evaluate():
     value = f'{mean:.2f}' if std is None else f'{mean:.2f} ± {std:.2f}'
     print(f'| {name.ljust(width)} | {value.ljust(16)} |')
   result = dict(step=run.step, feature_net=net.name, feature_description=net.description,
-                num_samples=num_samples, runs=FLAGS.runs, hat_ebm=fids['hat_ebm'],
-                generator=fids['generator'], data_test_vs_train=data_fid,
-                reference=f'{data_cfg.name}/{data_cfg.train_split}')
+                num_samples=num_samples, runs=FLAGS.runs, data_test_vs_train=data_fid,
+                reference=f'{data_cfg.name}/{data_cfg.train_split}',
+                **{key: fids[key] for key, _ in methods})
   path = os.path.join(FLAGS.workdir, 'fid.json')
   with tf.io.gfile.GFile(path, 'w') as f:
     json.dump(result, f, indent=2)

@@ -6,6 +6,7 @@ import tensorflow as tf
 from tf_hat_ebm import learning
 
 from conftest import TWO_CPUS
+from conftest import tiny_config
 
 
 def test_ml_loss_by_hand():
@@ -103,5 +104,6 @@ def test_global_clip_differs_from_the_per_variable_per_replica_clip(two_replicas
 
 
 def test_unknown_clip_mode_names_the_field():
-  with pytest.raises(ValueError, match=r"optim.hat_clip_mode must be one of .* not 'local'"):
-    learning.check_clip_mode('local', 'optim.hat_clip_mode')
+  from tf_hat_ebm.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
+  with pytest.raises(ValueError, match=r"optim.gen_clip_mode must be one of .* not 'local'"):
+    SynthesisTask(tiny_config(**{'optim.gen_clip_mode': 'local'}), tf.distribute.get_strategy())

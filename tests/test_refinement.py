@@ -158,3 +158,39 @@ def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved
   assert table['test digits'] == {
       **digits_eval.scores(digits_eval.test_digits(config.data)),
       'fid': table['test digits']['fid'], 'fid_std': 0.0}
+
+
+def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path):
+  """Table 2 in one command: G(Z0), DDLS and the Hat EBM with the same feature network."""
+  import json  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  from conftest import REPO  # pylint: disable=g-import-not-at-top
+  from test_sngan import tiny_sngan_config  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm import sngan  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.evaluation import features  # pylint: disable=g-import-not-at-top
+  strategy = tf.distribute.get_strategy()
+  gan_dir, run_dir, cache = (str(tmp_path / d) for d in ('sngan', 'refine', 'cache'))
+  gan_config = tiny_sngan_config()
+  Trainer(sngan.SNGANTask(gan_config, strategy), gan_config, gan_dir, strategy,
+          verbose=False).train(2)
+  config = tiny_joint_config(**{'generator.path': gan_dir, 'model.gen_width': 8,
+                                'model.disc_width': 8, 'model.z_dim': 4, 'ddls.steps': 2})
+  Trainer(refinement.JointTask(config, strategy), config, run_dir, strategy,
+          verbose=False).train(2)
+  features.classifier_features(config.data, cache, epochs=1, verbose=False)  # cached for the run
+  result = subprocess.run(
+      [sys.executable, os.path.join(REPO, 'experiments', 'evaluate_fid.py'),
+       f'--workdir={run_dir}', '--num_samples=20', '--runs=2', '--batch_size=10',
+       f'--feature_cache_dir={cache}'],
+      capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'), timeout=600)
+  assert result.returncode == 0, result.stderr[-2000:]
+  rows = [line for line in result.stdout.splitlines() if line.startswith('| ')]
+  labels = [row.split('|')[1].strip() for row in rows[1:]]
+  assert labels == ['SN-GAN G(Z0) (20)', 'DDLS (Langevin in z, SN-GAN D) (20)',
+                    'Hat EBM X = G(Z_K) + Y_K (20)', 'data: test split (297)']
+  assert 'features: digits classifier penultimate layer' in result.stdout
+  with open(os.path.join(run_dir, 'fid.json')) as f:
+    saved = json.load(f)
+  for method in ('generator', 'ddls', 'hat_ebm'):
+    assert len(saved[method]) == 2 and all(np.isfinite(v) and v > 0 for v in saved[method])
+  assert saved['generator'] != saved['hat_ebm'] != saved['ddls']

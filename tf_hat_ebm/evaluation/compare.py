@@ -47,14 +47,37 @@ def make_sampler(task, config):
   return sample
 
 
-def sample_all(task, sampler, num, seed, batch_size=250):
-  """`num` samples of every method, in batches; Z0 of batch b from seed + b."""
-  parts = []
+def latent_batches(task, num, seed, batch_size=250):
+  """(Z0, seed) of each batch of `num` latents; Z0 of batch b from seed + b."""
   for b, start in enumerate(range(0, num, batch_size)):
     n = min(batch_size, num - start)
     z0 = tf.random.Generator.from_seed(seed + b).normal([n, *task.generator.latent_shape])
-    parts.append({k: v.numpy() for k, v in sampler(z0, tf.constant(seed + b, tf.int64)).items()})
+    yield z0, tf.constant(seed + b, tf.int64)
+
+
+def sample_all(task, sampler, num, seed, batch_size=250):
+  """`num` samples of every method, in batches; Z0 of batch b from seed + b."""
+  parts = [{k: v.numpy() for k, v in sampler(z0, s).items()}
+           for z0, s in latent_batches(task, num, seed, batch_size)]
   return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def method_fids(task, sampler, feature_net, reference, num, runs, seed=0, batch_size=250,
+                verbose=False):
+  """{method: [FID per run]}: every method's samples from the same Z0, scored against `reference`
+  activations with one feature network. Run r draws fresh latents (seed + 1_000_003 * (r + 1));
+  only activations are kept, batch by batch."""
+  fids = {}
+  for r in range(runs):
+    if verbose:
+      print(f'FID run {r + 1}/{runs}: {num} samples per method', flush=True)
+    acts = {}
+    for z0, s in latent_batches(task, num, seed + 1_000_003 * (r + 1), batch_size):
+      for name, x in sampler(z0, s).items():
+        acts.setdefault(name, []).append(fid.activations([x], feature_net, verbose=False))
+    for name, parts in acts.items():
+      fids.setdefault(name, []).append(fid.frechet_distance(reference, np.concatenate(parts)))
+  return fids
 
 
 def digits_table(task, sampler, config, first, feature_net, cache_dir, fid_samples=1000,
@@ -70,12 +93,7 @@ def digits_table(task, sampler, config, first, feature_net, cache_dir, fid_sampl
     data = config.data
     train = fid.data_activations(data, data.train_split, feature_net, cache_dir, verbose=False)
     test = fid.data_activations(data, data.test_split, feature_net, cache_dir, verbose=False)
-    runs = {name: [] for name in first}
-    for r in range(fid_runs):
-      samples = sample_all(task, sampler, fid_samples, seed + 1_000_003 * (r + 1), batch_size)
-      for name, x in samples.items():
-        acts = fid.activations([x], feature_net, verbose=False)
-        runs[name].append(fid.frechet_distance(train, acts))
+    runs = method_fids(task, sampler, feature_net, train, fid_samples, fid_runs, seed, batch_size)
     for name, values in runs.items():
       table[name]['fid'], table[name]['fid_std'] = fid.mean_std(values)
     table['test digits'].update(fid=fid.frechet_distance(train, test), fid_std=0.0)
