@@ -158,6 +158,7 @@ class JointSettings:
   noise: bool = True
   use_residual: bool = True
   order: str = 'paper'                # 'paper': Y step, then Z step; 'release': Z, then Y
+  init_scale: float = 0.0             # Y0 = init_scale * N(0, I) (0: the paper's Y0 = 0)
 
   def __post_init__(self):
     if self.order not in JOINT_ORDERS:
@@ -172,7 +173,7 @@ class JointSettings:
                max_drift=None if cfg.max_drift is None else float(cfg.max_drift),
                prior_sigma=None if cfg.prior_sigma is None else float(cfg.prior_sigma),
                noise=bool(cfg.noise), use_residual=bool(cfg.use_residual),
-               order=str(cfg.get('order', 'paper')))
+               order=str(cfg.get('order', 'paper')), init_scale=float(cfg.get('init_scale', 0.0)))
 
   def residual_settings(self):
     """The conditional-chain settings of the Y half-step (so the Y math is written once)."""
@@ -205,7 +206,8 @@ def project_to_sphere(z):
 def sample_joint(hat, generator, rng, settings, batch_size=None, z0=None, y0=None):
   """Joint Hat EBM: K iterations of (Y step, then Z step) from Y0 = 0 and Z0 ~ N(0, I).
 
-  `z0`/`y0` continue given states instead. Noise is drawn in the order Z0 (if not given), then per
+  `z0`/`y0` continue given states instead; settings.init_scale > 0 draws Y0 = init_scale N(0, I)
+  after Z0. Noise is drawn in the order Z0 (if not given), then per
   iteration the Y noise and the Z noise (Z, then Y for settings.order 'release'). Returns
   (Z_K, Y_K, G(Z_K), diagnostics): diagnostics are `latent_grad_norm` and `residual_grad_norm`
   (means over steps and samples, before any clipping), `latent_abs` (mean |Z_K|) and
@@ -223,7 +225,10 @@ def sample_joint(hat, generator, rng, settings, batch_size=None, z0=None, y0=Non
   if sphere:
     z = project_to_sphere(z)
   g_z = generate(generator, z)
-  y = tf.zeros_like(g_z) if y0 is None or not settings.use_residual else tf.cast(y0, tf.float32)
+  if not settings.use_residual:
+    y = tf.zeros_like(g_z)
+  else:
+    y = initial_residual(rng, tf.shape(g_z), settings) if y0 is None else tf.cast(y0, tf.float32)
   y_settings = settings.residual_settings()
 
   def half_steps(z, y, latent_sum, residual_sum, y_step=True, z_step=True):

@@ -22,4 +22,12 @@ def get_config():
   config.training.bank_size = 10_000
   config.optim.hat_lr = 1e-4
   config.optim.gen_lr = 1e-4
+  # Evaluation chain of the release's FID config: K=125, T=1e-3, Y0 ~ 0.01 N(0, I).
+  config.sampling.steps = 125
+  config.sampling.step_size = 5e-4
+  config.sampling.temperature = 1e-3
+  config.sampling.init_scale = 0.01
+  config.sampling.prior_sigma = None
+  # The release's FID chains ran unclipped (its FID script's clip key is never read).
+  config.sampling.max_drift = None
   return config
