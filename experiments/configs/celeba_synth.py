@@ -18,12 +18,8 @@ def get_config():
   config.training.num_steps = 50_000
   config.optim.hat_lr = 1e-4
   config.optim.gen_lr = 1e-4
-  # Evaluation chain of the release's FID config: K=100, T=1e-8, Y0 ~ 0.01 N(0, I).
-  config.sampling.steps = 100
-  config.sampling.step_size = 5e-4
-  config.sampling.temperature = 1e-8
-  config.sampling.init_scale = 0.01
-  config.sampling.prior_sigma = None
-  # The release's FID chains ran unclipped (its FID script's clip key is never read).
-  config.sampling.max_drift = None
+  # Evaluation chain of the release's FID config, unclipped as its FID chains ran (its FID
+  # script sets a clip key that its sampler does not read).
+  config.sampling.update(steps=100, step_size=5e-4, temperature=1e-8, init_scale=0.01,
+                         prior_sigma=None, max_drift=None)
   return config

@@ -24,13 +24,8 @@ def get_config():
   config.training.batch_size = 128
   config.training.num_steps = 30_000
   config.optim.hat_lr = 1e-4
-  # Evaluation chain of the release's FID config: K=125, T=1e-3, prior sigma 0.1, Y0 ~ 0.01 N(0, I).
-  config.sampling.steps = 125
-  config.sampling.step_size = 5e-4
-  config.sampling.latent_step_size = 1e-3
-  config.sampling.temperature = 1e-3
-  config.sampling.prior_sigma = 0.1
-  config.sampling.init_scale = 0.01
-  # The release's FID chains ran unclipped (its FID script's clip key is never read).
-  config.sampling.max_drift = None
+  # Evaluation chain of the release's FID config, unclipped as its FID chains ran (its FID
+  # script sets a clip key that its sampler does not read).
+  config.sampling.update(steps=125, step_size=5e-4, latent_step_size=1e-3, temperature=1e-3,
+                         prior_sigma=0.1, init_scale=0.01, max_drift=None)
   return config

@@ -22,12 +22,8 @@ def get_config():
   config.training.bank_size = 10_000
   config.optim.hat_lr = 1e-4
   config.optim.gen_lr = 1e-4
-  # Evaluation chain of the release's FID config: K=125, T=1e-3, Y0 ~ 0.01 N(0, I).
-  config.sampling.steps = 125
-  config.sampling.step_size = 5e-4
-  config.sampling.temperature = 1e-3
-  config.sampling.init_scale = 0.01
-  config.sampling.prior_sigma = None
-  # The release's FID chains ran unclipped (its FID script's clip key is never read).
-  config.sampling.max_drift = None
+  # Evaluation chain of the release's FID config, unclipped as its FID chains ran (its FID
+  # script sets a clip key that its sampler does not read).
+  config.sampling.update(steps=125, step_size=5e-4, temperature=1e-3, init_scale=0.01,
+                         prior_sigma=None, max_drift=None)
   return config
