@@ -132,6 +132,14 @@ def test_imported_workdir_restores_the_release_networks(tmp_path, name, generato
                                   **{kind: release_path(generator)})
 
 
+def test_a_failed_joint_import_writes_nothing(tmp_path):
+  config = small('cifar10_retrofit')
+  with pytest.raises(ValueError, match='hat64.ckpt'):
+    release_import.import_release(config, str(tmp_path / 'run'), release_path('hat64'),
+                                  decoder=release_path('decoder32'))
+  assert not os.path.exists(tmp_path / 'run')
+
+
 def test_command_line_error_is_one_line(tmp_path):
   result = subprocess.run(
       [sys.executable, os.path.join(REPO, 'experiments', 'import_release.py'),
