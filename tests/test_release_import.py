@@ -168,7 +168,7 @@ def release_settings(settings):
                 prior_sigma=(np.sqrt(1.0 / (2.0 * settings['tau_res']))
                              if 'tau_res' in settings else None))
   if settings['update_latents']:
-    return langevin.JointSettings(latent_step_size=settings['epsilon_latent'], order='release',
+    return langevin.JointSettings(latent_step_size=settings['epsilon_latent'], latent_first=True,
                                   **common)
   return langevin.LangevinSettings(**common)
 
