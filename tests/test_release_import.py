@@ -143,14 +143,15 @@ def test_a_failed_joint_import_writes_nothing(tmp_path):
 def test_command_line_error_is_one_line(tmp_path):
   result = subprocess.run(
       [sys.executable, os.path.join(REPO, 'experiments', 'import_release.py'),
-       f'--config={os.path.join(CONFIGS, "cifar10_synth.py")}', f'--hat={release_path("hat32")}',
+       f'--config={os.path.join(CONFIGS, "cifar10_synth.py")}', '--config.model.hat_width=16',
+       '--config.model.gen_width=16', f'--hat={release_path("hat32")}',
        f'--generator={release_path("gen32")}', f'--workdir={tmp_path / "run"}'],
       capture_output=True, text=True, check=False, cwd=REPO,
       env={**os.environ, 'PYTHONPATH': REPO})
   assert result.returncode == 1
   assert result.stderr.strip().splitlines()[-1] == (
       f'error: {release_path("hat32")}: conv_1/conv_1/kernel has shape [3, 3, 3, 32]; '
-      "the config's HatNetwork expects [3, 3, 3, 256]")
+      "the config's HatNetwork expects [3, 3, 3, 16]")
   assert not os.path.exists(tmp_path / 'run' / 'checkpoints')
 
 
