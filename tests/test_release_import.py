@@ -132,17 +132,26 @@ def test_imported_workdir_restores_the_release_networks(tmp_path, name, generato
                                   **{kind: release_path(generator)})
 
 
+def test_a_failed_joint_import_writes_nothing(tmp_path):
+  config = small('cifar10_retrofit')
+  with pytest.raises(ValueError, match='hat64.ckpt'):
+    release_import.import_release(config, str(tmp_path / 'run'), release_path('hat64'),
+                                  decoder=release_path('decoder32'))
+  assert not os.path.exists(tmp_path / 'run')
+
+
 def test_command_line_error_is_one_line(tmp_path):
   result = subprocess.run(
       [sys.executable, os.path.join(REPO, 'experiments', 'import_release.py'),
-       f'--config={os.path.join(CONFIGS, "cifar10_synth.py")}', f'--hat={release_path("hat32")}',
+       f'--config={os.path.join(CONFIGS, "cifar10_synth.py")}', '--config.model.hat_width=16',
+       '--config.model.gen_width=16', f'--hat={release_path("hat32")}',
        f'--generator={release_path("gen32")}', f'--workdir={tmp_path / "run"}'],
       capture_output=True, text=True, check=False, cwd=REPO,
       env={**os.environ, 'PYTHONPATH': REPO})
   assert result.returncode == 1
   assert result.stderr.strip().splitlines()[-1] == (
       f'error: {release_path("hat32")}: conv_1/conv_1/kernel has shape [3, 3, 3, 32]; '
-      "the config's HatNetwork expects [3, 3, 3, 256]")
+      "the config's HatNetwork expects [3, 3, 3, 16]")
   assert not os.path.exists(tmp_path / 'run' / 'checkpoints')
 
 
@@ -160,7 +169,7 @@ def release_settings(settings):
                 prior_sigma=(np.sqrt(1.0 / (2.0 * settings['tau_res']))
                              if 'tau_res' in settings else None))
   if settings['update_latents']:
-    return langevin.JointSettings(latent_step_size=settings['epsilon_latent'], order='release',
+    return langevin.JointSettings(latent_step_size=settings['epsilon_latent'], latent_first=True,
                                   **common)
   return langevin.LangevinSettings(**common)
 

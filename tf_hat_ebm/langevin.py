@@ -135,16 +135,13 @@ def sample_conditional(hat, g_z, rng, settings, y0=None, generator_fn=None):
 
 
 # ---- Joint Hat EBM: alternating Langevin over the residual Y and the latent Z ---------------------
-JOINT_ORDERS = ('paper', 'release')
-
-
 @dataclasses.dataclass(frozen=True)
 class JointSettings:
   """Settings of a joint chain over (Y, Z) with the generator G frozen (refinement, retrofit).
 
   Each of the K iterations is a Y step (eps1 = step_size, residual clipping and optional prior as
   in the conditional chain) followed by a Z step (eps2 = latent_step_size, gradient of H(G(Z)+Y)/T
-  through G; no clipping and no prior on Z, as in the paper). `order='release'` does the Z step
+  through G; no clipping and no prior on Z, as in the paper). `latent_first=True` does the Z step
   first in each iteration, as the authors' release (both are Gibbs orders; the release's costs one
   more pass of G per chain). `use_residual=False` removes Y altogether, U(z) = H(G(z))/T: the
   paper's unstable ablation.
@@ -157,12 +154,8 @@ class JointSettings:
   prior_sigma: Optional[float] = None
   noise: bool = True
   use_residual: bool = True
-  order: str = 'paper'                # 'paper': Y step, then Z step; 'release': Z, then Y
-
-  def __post_init__(self):
-    if self.order not in JOINT_ORDERS:
-      raise ValueError(f'unknown joint chain order {self.order!r}; use one of '
-                       f'{", ".join(JOINT_ORDERS)}')
+  latent_first: bool = False          # True: Z step, then Y step (the release's order)
+  init_scale: float = 0.0             # Y0 = init_scale * N(0, I) (0: the paper's Y0 = 0)
 
   @classmethod
   def from_config(cls, cfg):
@@ -172,7 +165,8 @@ class JointSettings:
                max_drift=None if cfg.max_drift is None else float(cfg.max_drift),
                prior_sigma=None if cfg.prior_sigma is None else float(cfg.prior_sigma),
                noise=bool(cfg.noise), use_residual=bool(cfg.use_residual),
-               order=str(cfg.get('order', 'paper')))
+               latent_first=bool(cfg.get('latent_first', False)),
+               init_scale=float(cfg.get('init_scale', 0.0)))
 
   def residual_settings(self):
     """The conditional-chain settings of the Y half-step (so the Y math is written once)."""
@@ -205,11 +199,11 @@ def project_to_sphere(z):
 def sample_joint(hat, generator, rng, settings, batch_size=None, z0=None, y0=None):
   """Joint Hat EBM: K iterations of (Y step, then Z step) from Y0 = 0 and Z0 ~ N(0, I).
 
-  `z0`/`y0` continue given states instead. Noise is drawn in the order Z0 (if not given), then per
-  iteration the Y noise and the Z noise (Z, then Y for settings.order 'release'). Returns
-  (Z_K, Y_K, G(Z_K), diagnostics): diagnostics are `latent_grad_norm` and `residual_grad_norm`
-  (means over steps and samples, before any clipping), `latent_abs` (mean |Z_K|) and
-  `residual_abs` (mean |Y_K|).
+  `z0`/`y0` continue given states instead; settings.init_scale > 0 draws Y0 = init_scale N(0, I)
+  after Z0. Noise is drawn in the order Z0 (if not given), then per iteration the Y noise and the
+  Z noise (Z, then Y with settings.latent_first). Returns (Z_K, Y_K, G(Z_K), diagnostics):
+  diagnostics are `latent_grad_norm` and `residual_grad_norm` (means over steps and samples,
+  before any clipping), `latent_abs` (mean |Z_K|) and `residual_abs` (mean |Y_K|).
   A generator with `latent_sphere` set (a decoder that only knows latents of norm sqrt(m)) keeps Z
   on that sphere: Z0 and every Z step are projected onto it (projected Langevin), so the chain can
   neither leave G's domain nor inflate |Z| until G's input no longer changes.
@@ -223,7 +217,10 @@ def sample_joint(hat, generator, rng, settings, batch_size=None, z0=None, y0=Non
   if sphere:
     z = project_to_sphere(z)
   g_z = generate(generator, z)
-  y = tf.zeros_like(g_z) if y0 is None or not settings.use_residual else tf.cast(y0, tf.float32)
+  if not settings.use_residual:
+    y = tf.zeros_like(g_z)
+  else:
+    y = initial_residual(rng, tf.shape(g_z), settings) if y0 is None else tf.cast(y0, tf.float32)
   y_settings = settings.residual_settings()
 
   def half_steps(z, y, latent_sum, residual_sum, y_step=True, z_step=True):
@@ -253,7 +250,7 @@ def sample_joint(hat, generator, rng, settings, batch_size=None, z0=None, y0=Non
   state = (z, y, tf.constant(0.0), tf.constant(0.0))
   # The release's order (Z, Y) * K is Z, (Y, Z) * (K - 1), Y: the same loop with one half-step
   # added on either side.
-  release = settings.order == 'release' and settings.steps > 0
+  release = settings.latent_first and settings.steps > 0
   if release:
     state = half_steps(*state, y_step=False)
   _, *state = tf.while_loop(lambda k, *_: k < settings.steps - int(release), body,

@@ -30,8 +30,8 @@ GENERATOR_SOURCES = ('sngan', 'autoencoder', 'savedmodel', 'factory')
 
 
 def joint_langevin_config(**overrides):
-  # order: 'paper' (Y step, then Z step) or 'release' (Z first, as the authors' release).
-  cfg = config_lib.langevin_config(latent_step_size=5e-3, use_residual=True, order='paper')
+  # latent_first: each iteration a Y step, then a Z step (paper), or Z first (the authors' release).
+  cfg = config_lib.langevin_config(latent_step_size=5e-3, use_residual=True, latent_first=False)
   cfg.update(overrides)
   return cfg
 

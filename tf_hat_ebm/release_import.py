@@ -93,7 +93,7 @@ def load_release_weights(model, path):
   for name, variable in wanted.items():
     value = reader.get_tensor(name + _SUFFIX)
     if isinstance(model, nets.Generator) and name.startswith('lin_1/'):
-      if value.shape[-1] == variable.shape[-1]:
+      if value.shape[-1] == variable.shape[-1]:  # (another size is reported just below)
         value = nchw_to_nhwc_columns(value, model.width)
     if tuple(value.shape) != tuple(variable.shape):
       raise ValueError(f'{path}: {name} has shape {list(value.shape)}; the config\'s '
@@ -109,16 +109,19 @@ def load_release_weights(model, path):
 
 
 # ---- workdirs ----------------------------------------------------------------------------------
+def _check_new(workdir):
+  if tf.train.latest_checkpoint(os.path.join(workdir, 'checkpoints')):
+    raise ValueError(f'workdir {workdir} already holds a checkpoint; import into a new --workdir')
+
+
 def _write_workdir(workdir, config, step, items):
   """config.json and checkpoints/ckpt-<step> of `items`, as the trainer writes them."""
-  ckpt_dir = os.path.join(workdir, 'checkpoints')
-  if tf.train.latest_checkpoint(ckpt_dir):
-    raise ValueError(f'workdir {workdir} already holds a checkpoint; import into a new --workdir')
   tf.io.gfile.makedirs(workdir)
   with tf.io.gfile.GFile(os.path.join(workdir, 'config.json'), 'w') as f:
     f.write(config.to_json_best_effort(indent=2))
   checkpoint = tf.train.Checkpoint(step=tf.Variable(step, dtype=tf.int64, trainable=False), **items)
-  tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=1).save(checkpoint_number=step)
+  tf.train.CheckpointManager(checkpoint, os.path.join(workdir, 'checkpoints'),
+                             max_to_keep=1).save(checkpoint_number=step)
 
 
 def _require(path, flag, what):
@@ -127,8 +130,8 @@ def _require(path, flag, what):
   return path
 
 
-def _generator_workdir(config, generator, decoder, encoder, generator_workdir, step):
-  """Writes the frozen generator where config.generator expects it; returns the joint config."""
+def _joint_generator(config, generator, decoder, encoder, generator_workdir):
+  """(joint config, generator workdir's config, its checkpoint items) for config.generator."""
   config = ml_collections.ConfigDict(config.to_dict())  # unlocked copy: fields are removed below
   gcfg, data = config.generator, config.data
   gcfg.path = os.path.abspath(generator_workdir)
@@ -146,8 +149,8 @@ def _generator_workdir(config, generator, decoder, encoder, generator_workdir, s
     gen_config.name = f'{config.name}_generator'
     gen_config.data = ml_collections.ConfigDict(config.data.to_dict())
     gen_config.model = ml_collections.ConfigDict(config.model.to_dict())
-    _write_workdir(generator_workdir, gen_config, step, dict(generator=model))
-  elif gcfg.source == 'autoencoder':
+    return config, gen_config, dict(generator=model)
+  if gcfg.source == 'autoencoder':
     _require(decoder, 'decoder', 'a retrofit config')
     ae_config = autoencoder.autoencoder_config()
     ae_config.name = f'{config.name}_autoencoder'
@@ -158,11 +161,9 @@ def _generator_workdir(config, generator, decoder, encoder, generator_workdir, s
     if encoder:
       ae_config.model.enc_width = config.model.gen_width
       items['encoder'] = load_release_weights(autoencoder.make_encoder(ae_config), encoder)
-    _write_workdir(generator_workdir, ae_config, step, items)
-  else:
-    raise ValueError(f'generator.source {gcfg.source!r}: only sngan and autoencoder generators '
-                     'are imported; point generator.path at your own model instead')
-  return config
+    return config, ae_config, items
+  raise ValueError(f'generator.source {gcfg.source!r}: only sngan and autoencoder generators '
+                   'are imported; point generator.path at your own model instead')
 
 
 def import_release(config, workdir, hat, generator=None, decoder=None, encoder=None,
@@ -172,23 +173,31 @@ def import_release(config, workdir, hat, generator=None, decoder=None, encoder=N
   Synthesis: --hat and --generator go into the workdir. Joint runs: the hat goes into the
   workdir, the generator (refinement) or decoder (retrofit) into `generator_workdir` (default
   <workdir>/generator), which the written config.generator.path names. The step recorded is
-  `step` (default: the config's training.num_steps).
+  `step` (default: the config's training.num_steps). Every network is loaded and checked before
+  anything is written.
   """
   _require(hat, 'hat', 'every import')
   step = int(config.training.num_steps if step is None else step)
   strategy = tf.distribute.get_strategy()
+  _check_new(workdir)
   if config.experiment == 'joint':
-    config = _generator_workdir(config, generator, decoder, encoder,
-                                generator_workdir or os.path.join(workdir, 'generator'), step)
+    generator_workdir = generator_workdir or os.path.join(workdir, 'generator')
+    _check_new(generator_workdir)
+    config, gen_config, gen_items = _joint_generator(config, generator, decoder, encoder,
+                                                     generator_workdir)
+    data = config.data
+    hat_model = load_release_weights(
+        nets.make_hat(config.model, data.image_size, data.channels), hat)
+    _write_workdir(generator_workdir, gen_config, step, gen_items)
+    task = checkpoints.TASK_BUILDERS['joint'](config, strategy)  # loads the generator just written
+    task.hat.set_weights(hat_model.get_weights())
   elif config.experiment == 'synthesis':
     _require(generator, 'generator', 'a synthesis config')
+    task = checkpoints.TASK_BUILDERS['synthesis'](config, strategy)
+    load_release_weights(task.hat, hat)
+    load_release_weights(task.generator, generator)
   else:
     raise ValueError(f'config.experiment {config.experiment!r}: the release publishes synthesis, '
                      'refinement and retrofit models only')
-  task = checkpoints.TASK_BUILDERS[config.experiment](config, strategy)
-  load_release_weights(task.hat, hat)
-  if config.experiment == 'synthesis':
-    load_release_weights(task.generator, generator)
   _write_workdir(workdir, config, step, task.checkpoint_items())
   return workdir
-

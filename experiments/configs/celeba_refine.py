@@ -24,4 +24,8 @@ def get_config():
   config.training.batch_size = 128
   config.training.num_steps = 20_000   # paper; the release trained 25,000
   config.optim.hat_lr = 1e-5
+  # Evaluation chain of the release's FID config, unclipped as its FID chains ran (its FID
+  # script sets a clip key that its sampler does not read).
+  config.sampling.update(steps=125, step_size=1e-4, latent_step_size=5e-3, temperature=1e-6,
+                         prior_sigma=None, init_scale=0.0, max_drift=None)
   return config

@@ -18,4 +18,8 @@ def get_config():
   config.training.num_steps = 50_000
   config.optim.hat_lr = 1e-4
   config.optim.gen_lr = 1e-4
+  # Evaluation chain of the release's FID config, unclipped as its FID chains ran (its FID
+  # script sets a clip key that its sampler does not read).
+  config.sampling.update(steps=100, step_size=5e-4, temperature=1e-8, init_scale=0.01,
+                         prior_sigma=None, max_drift=None)
   return config

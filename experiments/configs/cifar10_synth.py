@@ -22,4 +22,8 @@ def get_config():
   config.training.bank_size = 10_000
   config.optim.hat_lr = 1e-4
   config.optim.gen_lr = 1e-4
+  # Evaluation chain of the release's FID config, unclipped as its FID chains ran (its FID
+  # script sets a clip key that its sampler does not read).
+  config.sampling.update(steps=125, step_size=5e-4, temperature=1e-3, init_scale=0.01,
+                         prior_sigma=None, max_drift=None)
   return config

@@ -42,4 +42,8 @@ def get_config(schedule='release'):
   boundaries, hat_values, gen_values = LR_SCHEDULES[schedule]
   config.optim.hat_lr_boundaries = config.optim.gen_lr_boundaries = boundaries
   config.optim.hat_lr_values, config.optim.gen_lr_values = hat_values, gen_values
+  # Evaluation chain of the release's FID config, unclipped as its FID chains ran (its FID
+  # script sets a clip key that its sampler does not read).
+  config.sampling.update(steps=150, step_size=5e-4, temperature=1e-8, init_scale=0.01,
+                         prior_sigma=None, max_drift=None)
   return config

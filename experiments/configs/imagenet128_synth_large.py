@@ -14,4 +14,5 @@ def get_config(schedule='release'):
   config.name = 'imagenet128_synth_large'
   config.model.hat_width = 2048
   config.model.gen_width = 2048
+  config.sampling.steps = 125   # the release's FID config of the scaled model (T 1e-8 as above)
   return config
