@@ -17,9 +17,10 @@ def test_flop_counter_matches_hand_count_for_one_block():
   x_shape = [2, 8, 8, 4]
   block.build(x_shape)
   counted = flops.forward_flops(block, x_shape)
-  # Conv2D: 2 * H * W * k * k * cin * cout per image (multiply-adds), plus bias adds.
-  convs = 2 * 2 * 8 * 8 * (9 * 4 * 4 + 9 * 4 * 8 + 4 * 8)
-  bias = 2 * 8 * 8 * (4 + 8 + 8)
+  # Conv2D: 2 * H * W * k * k * cin * cout per image (multiply-adds), plus bias adds; the hidden
+  # conv has the out channels (8), as the release's block.
+  convs = 2 * 2 * 8 * 8 * (9 * 4 * 8 + 9 * 8 * 8 + 4 * 8)
+  bias = 2 * 8 * 8 * (8 + 8 + 8)
   pools = 2 * 4 * 4 * 8 * 4 * 2  # two 2x2 average pools (4 ops per output)
   assert counted >= convs
   assert abs(counted - (convs + bias + pools)) / counted < 0.03, (counted, convs + bias + pools)
