@@ -5,16 +5,13 @@ r"""FID of a trained Hat EBM: its samples, its generator alone, and the data's t
 
 Samples come from the config's `sampling` chain (the release: K=125, T=1e-3, Y0 ~ 0.01 N(0, I))
 and are scored against the train split; --runs independent sample sets give mean +- std.
-The table is also written to <workdir>/fid.json.
+The table is also written to <workdir>/fid.json (an existing one only with --overwrite, never with a
+non-finite result).
 """
 import os
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-import json  # noqa: E402
-
-from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 from tf_hat_ebm import checkpoints  # noqa: E402
 from tf_hat_ebm import export  # noqa: E402
@@ -24,21 +21,25 @@ from tf_hat_ebm.evaluation import fid  # noqa: E402
 
 flags.DEFINE_string('workdir', None, 'Workdir of a training run.', required=True)
 flags.DEFINE_integer('num_samples', None, 'Samples per run (default: 50,000 with Inception as in '
-                     'the paper, 5,000 with the classifier features).')
-flags.DEFINE_integer('runs', 3, 'Independent sample sets; FID is reported as mean +- std.')
-flags.DEFINE_integer('batch_size', 250, 'Sampling and feature batch size.')
+                     'the paper, 5,000 with the classifier features).', lower_bound=2)
+flags.DEFINE_integer('runs', 3, 'Independent sample sets; FID is reported as mean +- std.',
+                     lower_bound=1)
+flags.DEFINE_integer('batch_size', 250, 'Sampling and feature batch size.', lower_bound=1)
 flags.DEFINE_enum('feature_net', None, ['inception', 'classifier'],
                   'Feature network (default: classifier for digits, inception otherwise).')
 flags.DEFINE_string('inception_path', None, 'Local copy of the TF-GAN Inception (TF-Hub module '
                     'directory); default: TF-Hub, honouring TFHUB_CACHE_DIR.')
 flags.DEFINE_string('feature_cache_dir', None, 'Where the feature classifier is cached '
                     '(default: the workdir).')
-flags.DEFINE_integer('seed', 0, 'Seed of the first sample batch.')
+flags.DEFINE_integer('seed', 0, 'Seed of the first sample batch.', lower_bound=0)
+run_lib.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
 
 
 def evaluate():
-  run = checkpoints.load_run(FLAGS.workdir)
+  path = os.path.join(FLAGS.workdir, 'fid.json')
+  run_lib.check_output_file(path, FLAGS.overwrite)
+  run = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
   data_cfg = run.config.data
   kind = FLAGS.feature_net or ('classifier' if data_cfg.name == 'digits' else 'inception')
   if kind == 'inception':
@@ -73,9 +74,7 @@ def evaluate():
                 num_samples=num_samples, runs=FLAGS.runs, hat_ebm=fids['hat_ebm'],
                 generator=fids['generator'], data_test_vs_train=data_fid,
                 reference=f'{data_cfg.name}/{data_cfg.train_split}')
-  path = os.path.join(FLAGS.workdir, 'fid.json')
-  with tf.io.gfile.GFile(path, 'w') as f:
-    json.dump(result, f, indent=2)
+  run_lib.write_json(path, result)
   print(f'written to {path}')
 
 
@@ -85,4 +84,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  run_lib.run(main)
