@@ -11,7 +11,6 @@ import os
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 from absl import flags  # noqa: E402
-from absl import logging  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tf_hat_ebm import checkpoints  # noqa: E402
@@ -31,8 +30,6 @@ OWNED = ('saved_model.pb', 'variables', 'assets', 'fingerprint.pb')
 
 def main(argv):
   del argv
-
-  logging.set_verbosity(logging.WARNING)  # SavedModel writing logs renamed inputs at INFO
 
   def run():
     steps = run_lib.int_list(FLAGS.path_steps, 'path_steps')

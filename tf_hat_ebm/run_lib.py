@@ -13,6 +13,7 @@ import sys
 
 from absl import app
 from absl import flags
+from absl import logging
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
@@ -231,6 +232,10 @@ def _parse_flags(argv):
     fail(one_line(e))
   except SyntaxError as e:  # a --config file that is not Python
     fail(_config_flag_error(e))
+  if not flags.FLAGS['verbosity'].present:
+    # Libraries' INFO logs (tfds, SavedModel writing) would bury the one-line errors; the
+    # scripts print their own progress. --verbosity=0 brings them back.
+    logging.set_verbosity(logging.WARNING)
   # A config file that failed to load fails on first use: use it now, while errors are flags'.
   for name in flags.FLAGS:
     value = flags.FLAGS[name].value
