@@ -41,11 +41,13 @@ def sample():
     raise ValueError('give exactly one of --workdir and --saved_model')
   if FLAGS.checkpoint and not FLAGS.workdir:
     raise ValueError('--checkpoint applies to --workdir')
+  output = FLAGS.output or (os.path.join(FLAGS.workdir, 'generated') if FLAGS.workdir
+                            else os.path.normpath(FLAGS.saved_model) + '_samples')
+  run_lib.check_output_dir(output, FLAGS.overwrite, 'output')  # before the model is loaded
   if FLAGS.workdir:
     steps = run_lib.int_list(FLAGS.path_steps, 'path_steps')
     run = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
     model = export.build_module(run, path_steps=steps)
-    output = FLAGS.output or os.path.join(FLAGS.workdir, 'generated')
     tensorboard, step, source = os.path.join(FLAGS.workdir, 'tensorboard'), run.step, (
         f'step {run.step} of {FLAGS.workdir}')
   else:
@@ -53,7 +55,6 @@ def sample():
       raise ValueError('--path_steps applies to --workdir; a SavedModel records its path steps '
                        'at export (experiments/export.py --path_steps)')
     model = export.load_saved_model(FLAGS.saved_model, 'saved_model')
-    output = FLAGS.output or os.path.normpath(FLAGS.saved_model) + '_samples'
     tensorboard, step, source = os.path.join(output, 'tensorboard'), 0, FLAGS.saved_model
   run_lib.prepare_output_dir(output, OWNED, FLAGS.overwrite, 'output')
   written, figure, steps = samples_lib.write_samples(

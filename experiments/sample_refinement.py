@@ -66,7 +66,7 @@ def main(argv):
     if FLAGS.fid_samples == 1:
       raise ValueError('--fid_samples must be 0 (no FID) or >= 2 (a covariance needs two)')
     run_lib.validate(config)
-    run_lib.prepare_output_dir(out_dir, (), FLAGS.overwrite, 'out')  # checks only, before work
+    run_lib.check_output_dir(out_dir, FLAGS.overwrite, 'out')  # before any work
     task, step = compare.load_task(config, workdir, FLAGS.checkpoint)
     sampler = compare.make_sampler(task, config)
     samples = compare.sample_all(task, sampler, FLAGS.num, FLAGS.seed, FLAGS.batch_size)

@@ -115,13 +115,8 @@ def int_list(values, flag):
     raise ValueError(f'--{flag}={",".join(values)}: give comma-separated integers') from e
 
 
-def prepare_output_dir(path, owned, overwrite, flag):
-  """Makes `path` ready for a script's outputs without ever losing files silently.
-
-  A missing or empty directory is used as is. A non-empty one is an error unless `overwrite`;
-  then the entries matching the `owned` glob patterns (this script's earlier output) are removed,
-  so no stale file of an earlier run is left beside the new ones, and other entries are kept.
-  """
+def check_output_dir(path, overwrite, flag):
+  """Fails unless `path` can take a script's outputs (see prepare_output_dir); its entries."""
   if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
     raise ValueError(f'--{flag}={path} is a file; give a directory')
   entries = tf.io.gfile.listdir(path) if tf.io.gfile.exists(path) else []
@@ -130,7 +125,17 @@ def prepare_output_dir(path, owned, overwrite, flag):
     raise ValueError(f'--{flag}={path} is not empty ({shown}{", ..." if len(entries) > 3 else ""})'
                      f': pass --overwrite to replace this script\'s output there, or choose '
                      'an empty or new directory')
-  for entry in entries:
+  return entries
+
+
+def prepare_output_dir(path, owned, overwrite, flag):
+  """Makes `path` ready for a script's outputs without ever losing files silently.
+
+  A missing or empty directory is used as is. A non-empty one is an error unless `overwrite`;
+  then the entries matching the `owned` glob patterns (this script's earlier output) are removed,
+  so no stale file of an earlier run is left beside the new ones, and other entries are kept.
+  """
+  for entry in check_output_dir(path, overwrite, flag):
     name = entry.rstrip('/')
     if any(fnmatch.fnmatch(name, pattern) for pattern in owned):
       target = os.path.join(path, name)
