@@ -7,6 +7,9 @@ and its workdir give the same samples for the same seed. Loading needs TensorFlo
   x = model.sample(num_samples=16, seed=0)['images']        # [16, size, size, channels] in [-1, 1]
   e = model.energy(x)['energy']                              # [16], higher = less likely
 
+`num_samples` and `seed` are int64 scalars (Python ints convert). Inputs are checked inside the
+functions: 1 <= num_samples <= MAX_SAMPLES, and energy images non-empty, finite, in [-1, 1].
+
 Joint (refinement / retrofit) models (`JointHatEBMModule`) move Y and Z along the chain and add
 `refine(latents)`: the joint chain from given latents, e.g. a GAN's own samples' latents.
 """
