@@ -41,7 +41,12 @@ def main(argv):
     staging = os.path.normpath(output) + '.export-tmp'
     if tf.io.gfile.exists(staging):
       tf.io.gfile.rmtree(staging)
-    export.save(module, staging)
+    try:
+      export.save(module, staging)
+    except BaseException:  # disk full, Ctrl-C, ...: no half-written SavedModel left behind
+      if tf.io.gfile.exists(staging):
+        tf.io.gfile.rmtree(staging)
+      raise
     run_lib.prepare_output_dir(output, OWNED, FLAGS.overwrite, 'output')
     for name in tf.io.gfile.listdir(staging):
       tf.io.gfile.rename(os.path.join(staging, name.rstrip('/')),
