@@ -10,16 +10,13 @@ refinement), DDLS (when the generator comes with a discriminator; config.ddls) a
 joint chain X = G(Z_K) + Y_K. Samples come from the config's `sampling` chain and are scored
 against the train split; --runs independent sample sets give mean +- std. Features: Inception
 for CIFAR-10 / CelebA / ImageNet, the digits classifier for the digits.
-The table is also written to <workdir>/fid.json.
+The table is also written to <workdir>/fid.json (an existing one only with --overwrite, never with a
+non-finite result).
 """
 import os
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-import json  # noqa: E402
-
-from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 from tf_hat_ebm import checkpoints  # noqa: E402
 from tf_hat_ebm import export  # noqa: E402
@@ -30,16 +27,18 @@ from tf_hat_ebm.evaluation import fid  # noqa: E402
 
 flags.DEFINE_string('workdir', None, 'Workdir of a training run.', required=True)
 flags.DEFINE_integer('num_samples', None, 'Samples per run (default: 50,000 with Inception as in '
-                     'the paper, 5,000 with the classifier features).')
-flags.DEFINE_integer('runs', 3, 'Independent sample sets; FID is reported as mean +- std.')
-flags.DEFINE_integer('batch_size', 250, 'Sampling and feature batch size.')
+                     'the paper, 5,000 with the classifier features).', lower_bound=2)
+flags.DEFINE_integer('runs', 3, 'Independent sample sets; FID is reported as mean +- std.',
+                     lower_bound=1)
+flags.DEFINE_integer('batch_size', 250, 'Sampling and feature batch size.', lower_bound=1)
 flags.DEFINE_enum('feature_net', None, ['inception', 'classifier'],
                   'Feature network (default: classifier for digits, inception otherwise).')
 flags.DEFINE_string('inception_path', None, 'Local copy of the TF-GAN Inception (TF-Hub module '
                     'directory); default: TF-Hub, honouring TFHUB_CACHE_DIR.')
 flags.DEFINE_string('feature_cache_dir', None, 'Where the feature classifier is cached '
                     '(default: the workdir).')
-flags.DEFINE_integer('seed', 0, 'Seed of the first sample batch.')
+flags.DEFINE_integer('seed', 0, 'Seed of the first sample batch.', lower_bound=0)
+run_lib.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
 
 
@@ -70,7 +69,9 @@ def joint_rows(run, net, train, num_samples):
 
 
 def evaluate():
-  run = checkpoints.load_run(FLAGS.workdir)
+  path = os.path.join(FLAGS.workdir, 'fid.json')
+  run_lib.check_output_file(path, FLAGS.overwrite)
+  run = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
   data_cfg = run.config.data
   kind = FLAGS.feature_net or ('classifier' if data_cfg.name == 'digits' else 'inception')
   if kind == 'inception':
@@ -101,9 +102,7 @@ def evaluate():
                 num_samples=num_samples, runs=FLAGS.runs, data_test_vs_train=data_fid,
                 reference=f'{data_cfg.name}/{data_cfg.train_split}',
                 **{key: fids[key] for key, _ in methods})
-  path = os.path.join(FLAGS.workdir, 'fid.json')
-  with tf.io.gfile.GFile(path, 'w') as f:
-    json.dump(result, f, indent=2)
+  run_lib.write_json(path, result)
   print(f'written to {path}')
 
 
@@ -113,4 +112,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  run_lib.run(main)

@@ -5,16 +5,12 @@ r"""Out-of-distribution detection by the energy H(x) (the paper's Table 3): AURO
 
 In-distribution: the test split of the run's dataset. OOD sets: tfds svhn_cropped, cifar100,
 celeb_a (resized to the model's resolution), or for digits the offline sets of
-tf_hat_ebm/evaluation/ood.py. Higher energy = OOD. Also written to <workdir>/ood.json.
+tf_hat_ebm/evaluation/ood.py. Higher energy = OOD. Also written to <workdir>/ood.json (an existing one only with --overwrite).
 """
 import os
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-import json  # noqa: E402
-
-from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 from tf_hat_ebm import checkpoints  # noqa: E402
 from tf_hat_ebm import export  # noqa: E402
@@ -24,14 +20,17 @@ from tf_hat_ebm.evaluation import ood  # noqa: E402
 flags.DEFINE_string('workdir', None, 'Workdir of a training run.', required=True)
 flags.DEFINE_list('sets', None, 'OOD sets (default: svhn_cropped, cifar100, celeb_a; for digits '
                   f'{", ".join(ood.OFFLINE_OOD_SETS)}).')
-flags.DEFINE_integer('num', 10_000, 'Images per set at most.')
-flags.DEFINE_integer('batch_size', 250, 'Batch size.')
+flags.DEFINE_integer('num', 10_000, 'Images per set at most.', lower_bound=1)
+flags.DEFINE_integer('batch_size', 250, 'Batch size.', lower_bound=1)
 flags.DEFINE_string('data_dir', None, 'tfds data_dir of the OOD sets (default: the config\'s).')
+run_lib.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
 
 
 def evaluate():
-  run = checkpoints.load_run(FLAGS.workdir)
+  path = os.path.join(FLAGS.workdir, 'ood.json')
+  run_lib.check_output_file(path, FLAGS.overwrite)
+  run = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
   data_cfg = run.config.data
   if FLAGS.data_dir:
     data_cfg.data_dir = FLAGS.data_dir
@@ -48,9 +47,7 @@ def evaluate():
   print(f'|{"-" * (width + 2)}|-------|--------|------------|')
   for name, r in result['sets'].items():
     print(f'| {name.ljust(width)} | {r["auroc"]:.3f} | {r["num"]:6d} | {r["mean_energy"]:<10.4g} |')
-  path = os.path.join(FLAGS.workdir, 'ood.json')
-  with tf.io.gfile.GFile(path, 'w') as f:
-    json.dump(result, f, indent=2)
+  run_lib.write_json(path, result)
   print(f'written to {path}')
 
 
@@ -60,4 +57,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  run_lib.run(main)

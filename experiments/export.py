@@ -4,38 +4,54 @@ r"""Exports a trained Hat EBM as a SavedModel (tf.saved_model.load / tensorflow_
 
 Signatures: sample(num_samples, seed) -> images in [-1, 1] (the config's sampling chain, same
 K / eps / T, deterministic for a seed), sample_path(num_samples, seed) -> the same chains at
---path_steps, energy(images) -> per-image energies H(x).
+--path_steps, energy(images) -> per-image energies H(x). An existing SavedModel at --output is
+only replaced with --overwrite, and only once the new one is written completely.
 """
 import os
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-from absl import app
-from absl import flags
-from absl import logging
+from absl import flags  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
-from tf_hat_ebm import checkpoints
-from tf_hat_ebm import export
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import checkpoints  # noqa: E402
+from tf_hat_ebm import export  # noqa: E402
+from tf_hat_ebm import run_lib  # noqa: E402
 
 flags.DEFINE_string('workdir', None, 'Workdir of a training run.', required=True)
 flags.DEFINE_string('output', None, 'SavedModel directory to write (default: '
                     '<workdir>/saved_model).')
 flags.DEFINE_list('path_steps', None, 'Chain steps returned by sample_path (default: 5 evenly '
                   'spaced steps from 0 to K).')
+run_lib.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
+# The entries tf.saved_model.save writes: an --overwrite export replaces exactly these.
+OWNED = ('saved_model.pb', 'variables', 'assets', 'fingerprint.pb')
 
 
 def main(argv):
   del argv
 
-  logging.set_verbosity(logging.WARNING)  # SavedModel writing logs renamed inputs at INFO
-
   def run():
-    loaded = checkpoints.load_run(FLAGS.workdir)
-    steps = [int(s) for s in FLAGS.path_steps] if FLAGS.path_steps else None
-    module = export.build_module(loaded, path_steps=steps)
+    steps = run_lib.int_list(FLAGS.path_steps, 'path_steps')
     output = FLAGS.output or os.path.join(FLAGS.workdir, 'saved_model')
-    export.save(module, output)
+    run_lib.check_output_dir(output, FLAGS.overwrite, 'output')  # before any work
+    loaded = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
+    module = export.build_module(loaded, path_steps=steps)
+    # Written beside the target first: a failed export (disk full, ...) leaves the old one intact.
+    staging = os.path.normpath(output) + '.export-tmp'
+    if tf.io.gfile.exists(staging):
+      tf.io.gfile.rmtree(staging)
+    try:
+      export.save(module, staging)
+    except BaseException:  # disk full, Ctrl-C, ...: no half-written SavedModel left behind
+      if tf.io.gfile.exists(staging):
+        tf.io.gfile.rmtree(staging)
+      raise
+    run_lib.prepare_output_dir(output, OWNED, FLAGS.overwrite, 'output')
+    for name in tf.io.gfile.listdir(staging):
+      tf.io.gfile.rename(os.path.join(staging, name.rstrip('/')),
+                         os.path.join(output, name.rstrip('/')))
+    tf.io.gfile.rmtree(staging)
     s = loaded.task.sampling_settings
     print(f'Exported step {loaded.step} of {FLAGS.workdir} to {output}\n'
           f'  sample(num_samples, seed): K={s.steps}, eps={s.step_size:g}, T={s.temperature:g}, '
@@ -47,4 +63,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  run_lib.run(main)

@@ -10,48 +10,53 @@ Y x5 per chain, columns = chain steps), the figure also logged to TensorBoard.
 import os
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 from tf_hat_ebm import checkpoints  # noqa: E402
 from tf_hat_ebm import export  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
 from tf_hat_ebm import samples as samples_lib  # noqa: E402
 
-flags.DEFINE_string('workdir', None, 'Workdir of a training run (latest checkpoint).')
+flags.DEFINE_string('workdir', None, 'Workdir of a training run (latest checkpoint, or '
+                    '--checkpoint).')
 flags.DEFINE_string('saved_model', None, 'Or: a SavedModel written by experiments/export.py.')
 flags.DEFINE_string('output', None, 'Output directory (default: <workdir>/generated or '
                     '<saved_model>/../<name>_samples).')
-flags.DEFINE_integer('num_samples', 100, 'Number of samples.')
-flags.DEFINE_integer('seed', 0, 'Seed (batch b uses seed + b): the same seed gives the same files.')
-flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.')
-flags.DEFINE_integer('path_chains', 8, 'Chains in the Langevin-path figure.')
+flags.DEFINE_integer('num_samples', 100, 'Number of samples.', lower_bound=1)
+flags.DEFINE_integer('seed', 0, 'Seed (batch b uses seed + b): the same seed gives the same files.',
+                     lower_bound=0)
+flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1)
+flags.DEFINE_integer('path_chains', 8, 'Chains in the Langevin-path figure.', lower_bound=1)
 flags.DEFINE_list('path_steps', None, 'Chain steps shown in the path figure (workdir only; a '
                   'SavedModel has the steps chosen at export). Default: 5 evenly spaced in 0..K.')
+run_lib.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
+# What this script writes into --output (an --overwrite rerun removes exactly these first).
+OWNED = ('samples_*.png', 'generator_*.png', 'residual_x5_*.png', 'samples.npz',
+         'langevin_path.png', 'tensorboard')
 
 
 def sample():
   if bool(FLAGS.workdir) == bool(FLAGS.saved_model):
     raise ValueError('give exactly one of --workdir and --saved_model')
+  if FLAGS.checkpoint and not FLAGS.workdir:
+    raise ValueError('--checkpoint applies to --workdir')
+  output = FLAGS.output or (os.path.join(FLAGS.workdir, 'generated') if FLAGS.workdir
+                            else os.path.normpath(FLAGS.saved_model) + '_samples')
+  run_lib.check_output_dir(output, FLAGS.overwrite, 'output')  # before the model is loaded
   if FLAGS.workdir:
-    run = checkpoints.load_run(FLAGS.workdir)
-    steps = [int(s) for s in FLAGS.path_steps] if FLAGS.path_steps else None
+    steps = run_lib.int_list(FLAGS.path_steps, 'path_steps')
+    run = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
     model = export.build_module(run, path_steps=steps)
-    output = FLAGS.output or os.path.join(FLAGS.workdir, 'generated')
     tensorboard, step, source = os.path.join(FLAGS.workdir, 'tensorboard'), run.step, (
         f'step {run.step} of {FLAGS.workdir}')
   else:
-    if not tf.io.gfile.exists(os.path.join(FLAGS.saved_model, 'saved_model.pb')):
-      raise ValueError(f'no SavedModel in {FLAGS.saved_model} (write one with '
-                       'experiments/export.py)')
     if FLAGS.path_steps:
       raise ValueError('--path_steps applies to --workdir; a SavedModel records its path steps '
                        'at export (experiments/export.py --path_steps)')
-    model = tf.saved_model.load(FLAGS.saved_model)
-    output = FLAGS.output or os.path.normpath(FLAGS.saved_model) + '_samples'
+    model = export.load_saved_model(FLAGS.saved_model, 'saved_model')
     tensorboard, step, source = os.path.join(output, 'tensorboard'), 0, FLAGS.saved_model
+  run_lib.prepare_output_dir(output, OWNED, FLAGS.overwrite, 'output')
   written, figure, steps = samples_lib.write_samples(
       model, output, FLAGS.num_samples, FLAGS.seed, FLAGS.batch_size, FLAGS.path_chains,
       tensorboard, step)
@@ -68,4 +73,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  run_lib.run(main)

@@ -12,11 +12,9 @@ split (features of the cached digits classifier, --fid_samples samples, --fid_ru
 std), the classifier confidence, a digit Inception-Score analogue and the nearest-train distance,
 with the real test digits as the reference row.
 """
-import json
 import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep the console for progress and errors
 
-from absl import app
 from absl import flags
 from ml_collections import config_flags
 import numpy as np
@@ -27,17 +25,25 @@ from tf_hat_ebm.evaluation import compare
 from tf_hat_ebm.evaluation import features
 
 _CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configs')
-config_flags.DEFINE_config_file('config', os.path.join(_CONFIGS, 'digits_refine.py'),
-                                'Config of the joint Hat EBM run.', lock_config=True)
 flags.DEFINE_string('workdir', None, 'Run directory (default: workdir/<config name>).')
 flags.DEFINE_string('out', None, 'Output directory (default: <workdir>/compare).')
-flags.DEFINE_integer('num', 100, 'Samples per method.')
-flags.DEFINE_integer('seed', 0, 'Seed of Z0 and of the chains.')
+flags.DEFINE_integer('num', 100, 'Samples per method.', lower_bound=1)
+flags.DEFINE_integer('seed', 0, 'Seed of Z0 and of the chains.', lower_bound=0)
 flags.DEFINE_integer('fid_samples', 1000, 'Digits: samples per method and run for the small-data '
-                     'FID (0: no FID).')
-flags.DEFINE_integer('fid_runs', 2, 'Digits: independent sample sets for the FID (mean +- std).')
-flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.')
+                     'FID (0: no FID).', lower_bound=0)
+flags.DEFINE_integer('fid_runs', 2, 'Digits: independent sample sets for the FID (mean +- std).',
+                     lower_bound=1)
+flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1)
+run_lib.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
+# What this script writes into --out (an --overwrite rerun removes exactly these first).
+OWNED = ('generator.png', 'ddls.png', 'hat_ebm.png', 'side_by_side.png', 'scores.json')
+
+
+def define_config_flag():
+  # Under run_lib.run's guard: ml_collections reads the --config overrides when it is defined.
+  config_flags.DEFINE_config_file('config', os.path.join(_CONFIGS, 'digits_refine.py'),
+                                  'Config of the joint Hat EBM run.', lock_config=True)
 
 
 def write(samples, out_dir):
@@ -57,9 +63,14 @@ def main(argv):
   out_dir = FLAGS.out or os.path.join(workdir, 'compare')
 
   def run():
-    task, step = compare.load_task(config, workdir)
+    if FLAGS.fid_samples == 1:
+      raise ValueError('--fid_samples must be 0 (no FID) or >= 2 (a covariance needs two)')
+    run_lib.validate(config)
+    run_lib.check_output_dir(out_dir, FLAGS.overwrite, 'out')  # before any work
+    task, step = compare.load_task(config, workdir, FLAGS.checkpoint)
     sampler = compare.make_sampler(task, config)
     samples = compare.sample_all(task, sampler, FLAGS.num, FLAGS.seed, FLAGS.batch_size)
+    run_lib.prepare_output_dir(out_dir, OWNED, FLAGS.overwrite, 'out')
     write(samples, out_dir)
     print(f'{config.name} at step {step}: wrote {", ".join(samples)} and side_by_side.png '
           f'(left to right) to {out_dir}')
@@ -73,11 +84,10 @@ def main(argv):
               f'train split, digits classifier features; lower is better')
       for name, s in table.items():
         print(f'  {name:12s} ' + '  '.join(f'{k} {v:.3f}' for k, v in s.items()))
-      with open(os.path.join(out_dir, 'scores.json'), 'w') as f:
-        json.dump(dict(step=step, **table), f, indent=2)
+      run_lib.write_json(os.path.join(out_dir, 'scores.json'), dict(step=step, **table))
 
   run_lib.main_guard(run)
 
 
 if __name__ == '__main__':
-  app.run(main)
+  run_lib.run(main, define_config_flag)

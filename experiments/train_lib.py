@@ -10,7 +10,6 @@ import os
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')  # keep the console for progress and errors
 
-from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
@@ -37,9 +36,10 @@ def main(argv):
   workdir = FLAGS.workdir or os.path.join('workdir', config.name)
   run_lib.main_guard(lambda: run_lib.train(
       run_lib.task_class(config), config, workdir, tpu_utils.make_strategy(FLAGS.tpu),
-      allow_config_change=FLAGS.allow_config_change))
+      allow_config_change=FLAGS.allow_config_change),
+      interrupted=lambda: run_lib.interrupted_training(workdir))
 
 
 def run(default_config):
-  define_flags(default_config)
-  app.run(main)
+  from tf_hat_ebm import run_lib  # pylint: disable=g-import-not-at-top
+  run_lib.run(main, lambda: define_flags(default_config))

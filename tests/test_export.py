@@ -26,7 +26,7 @@ for name, model in (('tf', tf.saved_model.load(path)), ('hub', hub.load(path))):
   a = model.sample(num_samples=3, seed=7)['images'].numpy()
   b = model.sample(num_samples=3, seed=7)['images'].numpy()
   c = model.sample(num_samples=3, seed=8)['images'].numpy()
-  sig = model.signatures['sample'](num_samples=tf.constant(3), seed=tf.constant(7, tf.int64))
+  sig = model.signatures['sample'](num_samples=tf.constant(3, tf.int64), seed=tf.constant(7, tf.int64))
   out[name] = dict(samples=a.tolist(), same_seed=bool(np.array_equal(a, b)),
                    other_seed_differs=bool(not np.array_equal(a, c)),
                    signature_same=bool(np.array_equal(a, sig['images'].numpy())),

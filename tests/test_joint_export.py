@@ -26,8 +26,8 @@ def test_joint_export_round_trip_with_refine(saved_decoder, tmp_path):  # noqa: 
   assert first['images'].shape == (3, 16, 16, 1) and first['latents'].shape == (3, 4)
   assert not np.allclose(first['latents'].numpy(), latents.numpy())  # the chain moved Z
   np.testing.assert_array_equal(first['images'].numpy(), module.refine(latents)['images'].numpy())
-  sample = module.sample(tf.constant(5), tf.constant(7, tf.int64))
-  path = module.sample_path(tf.constant(5), tf.constant(7, tf.int64))
+  sample = module.sample(tf.constant(5, tf.int64), tf.constant(7, tf.int64))
+  path = module.sample_path(tf.constant(5, tf.int64), tf.constant(7, tf.int64))
   np.testing.assert_allclose(path['images'][-1].numpy(), sample['images'].numpy(), atol=1e-5)
   out = str(tmp_path / 'exported')
   export.save(module, out)

@@ -131,7 +131,7 @@ def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved
   config = savedmodel_config(saved_decoder)
   strategy = tf.distribute.get_strategy()
   workdir = str(tmp_path / 'run')
-  with pytest.raises(FileNotFoundError, match='train the Hat EBM first'):
+  with pytest.raises(ValueError, match='no checkpoint in .*: train first'):
     compare.load_task(config, workdir)
   Trainer(refinement.JointTask(config, strategy), config, workdir, strategy,
           verbose=False).train(2)

@@ -7,8 +7,10 @@ tasks only need to register themselves.
 import dataclasses
 import json
 import os
+import re
 from typing import Any, Optional
 
+from absl import logging
 import ml_collections
 import tensorflow as tf
 
@@ -52,35 +54,96 @@ def load_config(workdir):
   if not tf.io.gfile.exists(path):
     raise ValueError(f'no config.json in workdir {workdir}: is it the --workdir of a training run?')
   with tf.io.gfile.GFile(path) as f:
-    return ml_collections.ConfigDict(json.load(f))
+    text = f.read()
+  try:
+    config = json.loads(text)
+  except ValueError as e:
+    raise ValueError(f'{path} is not valid JSON ({e}): restore it from a copy, or rewrite it from '
+                     'the training config (ConfigDict.to_json_best_effort)') from e
+  if not isinstance(config, dict):
+    raise ValueError(f'{path} holds a JSON {type(config).__name__}, not a config object')
+  return ml_collections.ConfigDict(config)
 
 
-def latest_checkpoint(workdir):
+def list_checkpoints(ckpt_dir):
+  """Steps N of the ckpt-N checkpoints in ckpt_dir (those with an .index file), ascending.
+
+  Independent of the `checkpoint` state file, so a lost or garbled state file still shows what
+  can be restored.
+  """
+  steps = []
+  for name in tf.io.gfile.listdir(ckpt_dir) if tf.io.gfile.isdir(ckpt_dir) else []:
+    match = re.fullmatch(r'ckpt-(\d+)\.index', name)
+    if match:
+      steps.append(int(match.group(1)))
+  return sorted(steps)
+
+
+def _state_file_checkpoint(ckpt_dir):
+  """The latest checkpoint the state file names, or None (no, unreadable or stale state file)."""
+  verbosity = logging.get_verbosity()
+  logging.set_verbosity(logging.ERROR)  # TF logs a garbled state file as a warning: we raise
+  try:
+    latest = tf.train.latest_checkpoint(ckpt_dir)
+  finally:
+    logging.set_verbosity(verbosity)
+  return latest if latest and tf.io.gfile.exists(latest + '.index') else None
+
+
+def resolve_checkpoint(workdir, checkpoint=None):
+  """The checkpoint path to load: `checkpoint` (a step N or a path), else the latest.
+
+  With ckpt-N files present but no usable state file this is an error naming them: the run is
+  still there, and "train first" would have the user start it over.
+  """
   ckpt_dir = os.path.join(workdir, 'checkpoints')
-  latest = tf.train.latest_checkpoint(ckpt_dir)
-  if not latest:
-    raise ValueError(f'no checkpoint in {ckpt_dir}: train first (the trainer saves every '
-                     'training.checkpoint_every steps and at the end)')
-  return latest
+  steps = list_checkpoints(ckpt_dir)
+  present = ', '.join(f'ckpt-{s}' for s in steps) or 'none'
+  if checkpoint is not None:
+    checkpoint = str(checkpoint)
+    path = os.path.join(ckpt_dir, f'ckpt-{checkpoint}') if checkpoint.isdigit() else checkpoint
+    if not tf.io.gfile.exists(path + '.index'):
+      raise ValueError(f'--checkpoint={checkpoint}: no checkpoint {path} (.index missing); '
+                       f'checkpoints in {ckpt_dir}: {present}')
+    return path
+  latest = _state_file_checkpoint(ckpt_dir)
+  if latest:
+    return latest
+  if steps:
+    raise ValueError(f'the state file {os.path.join(ckpt_dir, "checkpoint")} is missing or '
+                     f'unreadable, but {present} exist: pass --checkpoint={steps[-1]} '
+                     '(or another step) to load one')
+  raise ValueError(f'no checkpoint in {ckpt_dir}: train first (the trainer saves every '
+                   'training.checkpoint_every steps and at the end)')
 
 
-def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None):
-  """Builds the task of workdir's config and restores its latest checkpoint into it."""
+def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpoint=None):
+  """Builds the task of workdir's config and restores a checkpoint into it.
+
+  `checkpoint`: a step N (ckpt-N of workdir/checkpoints) or a checkpoint path; default: the
+  latest.
+  """
   config = load_config(workdir)
   experiment = config.get('experiment', 'synthesis')
   if experiment not in TASK_BUILDERS:
     raise ValueError(f'workdir {workdir} holds a {experiment!r} run; loadable experiments: '
                      f'{", ".join(sorted(TASK_BUILDERS))}')
-  checkpoint_path = latest_checkpoint(workdir)
+  checkpoint_path = resolve_checkpoint(workdir, checkpoint)
   strategy = strategy or tf.distribute.get_strategy()
   task = TASK_BUILDERS[experiment](config, strategy)
   step = tf.Variable(0, dtype=tf.int64, trainable=False)
-  checkpoint = tf.train.Checkpoint(step=step, **task.checkpoint_items())
+  restorable = tf.train.Checkpoint(step=step, **task.checkpoint_items())
   try:
     # Partial: the bank (and any replica beyond the first) is not part of an inference task.
-    checkpoint.restore(checkpoint_path).expect_partial().assert_existing_objects_matched()
-  except (tf.errors.OpError, AssertionError, ValueError) as e:
+    restorable.restore(checkpoint_path).expect_partial().assert_existing_objects_matched()
+  except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
+    # IndexError: TF's reader of a truncated .data file.
+    others = [s for s in list_checkpoints(os.path.join(workdir, 'checkpoints'))
+              if not checkpoint_path.endswith(f'ckpt-{s}')]
+    hint = f'; try --checkpoint={others[-1]}' if others else ''
     raise ValueError(f'cannot restore {checkpoint_path} into a {experiment} task built from '
-                     f'its config.json: {str(e).strip().splitlines()[0]}') from e
+                     f'its config.json (truncated or foreign checkpoint?): '
+                     f'{str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}'
+                     f'{hint}') from e
   return Run(config=config, task=task, step=int(step.numpy()), checkpoint=checkpoint_path,
              workdir=workdir)

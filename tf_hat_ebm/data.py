@@ -112,6 +112,11 @@ def _tfds_images(cfg, split, input_context, shuffle_files):
   download_config = None
   if cfg.name == 'imagenet2012' and cfg.manual_dir:
     download_config = tfds.download.DownloadConfig(manual_dir=cfg.manual_dir)
+  # Without download, a dataset missing locally must fail at once: tfds would otherwise look its
+  # metadata up on GCS, minutes of retries without network. tfds has only this switch for it.
+  gcs = tfds.core.utils.gcs_utils
+  gcs_disabled = gcs._is_gcs_disabled  # pylint: disable=protected-access
+  gcs._is_gcs_disabled = gcs_disabled or not cfg.download  # pylint: disable=protected-access
   try:
     builder = tfds.builder(cfg.name, data_dir=cfg.data_dir or None)
     if cfg.download:
@@ -122,6 +127,8 @@ def _tfds_images(cfg, split, input_context, shuffle_files):
     raise ValueError(f'tfds dataset {cfg.name!r} (split {split!r}) is not available in data_dir '
                      f'{cfg.data_dir or "(tfds default)"} and download is '
                      f'{"on" if cfg.download else "off"}: {first_line}') from e
+  finally:
+    gcs._is_gcs_disabled = gcs_disabled  # pylint: disable=protected-access
   return ds.map(lambda ex: ex['image'], num_parallel_calls=tf.data.AUTOTUNE)
 
 

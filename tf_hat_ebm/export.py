@@ -7,11 +7,16 @@ and its workdir give the same samples for the same seed. Loading needs TensorFlo
   x = model.sample(num_samples=16, seed=0)['images']        # [16, size, size, channels] in [-1, 1]
   e = model.energy(x)['energy']                              # [16], higher = less likely
 
+`num_samples` and `seed` are int64 scalars (Python ints convert). Inputs are checked inside the
+functions: 1 <= num_samples <= MAX_SAMPLES, and energy images non-empty, finite, in [-1, 1].
+
 Joint (refinement / retrofit) models (`JointHatEBMModule`) move Y and Z along the chain and add
 `refine(latents)`: the joint chain from given latents, e.g. a GAN's own samples' latents.
 """
 import dataclasses
+import os
 
+from google.protobuf import message
 import numpy as np
 import tensorflow as tf
 
@@ -20,6 +25,12 @@ from tf_hat_ebm import langevin
 # Input dtypes that get a traced "wrong dtype" function, so that they fail with our message rather
 # than with the SavedModel's "could not find matching concrete function".
 _OTHER_DTYPES = (tf.float64, tf.float16, tf.bfloat16, tf.uint8, tf.int32, tf.int64)
+# num_samples is int64 (an int32 input would wrap 2**32 + 4 to 4); one call makes at most this many.
+MAX_SAMPLES = 2**31 - 1
+# energy() accepts images in [-1, 1] up to float rounding; [0, 255] or [0, 1]-scaled data is not.
+RANGE_TOLERANCE = 1e-3
+_SAMPLE_SIGNATURE = [tf.TensorSpec([], tf.int64, name='num_samples'),
+                     tf.TensorSpec([], tf.int64, name='seed')]
 
 
 def default_path_steps(num_steps, points=5):
@@ -29,6 +40,29 @@ def default_path_steps(num_steps, points=5):
 
 def clip_images(x):
   return tf.clip_by_value(x, -1.0, 1.0)
+
+
+def check_num_samples(num_samples, function):
+  """Asserts 1 <= num_samples <= MAX_SAMPLES inside a traced function."""
+  return [tf.debugging.assert_positive(num_samples,
+                                       message=f'{function}: num_samples must be >= 1'),
+          tf.debugging.assert_less_equal(
+              num_samples, tf.constant(MAX_SAMPLES, tf.int64),
+              message=f'{function}: num_samples must be <= {MAX_SAMPLES} per call')]
+
+
+def check_values(x, function, what, bound=None):
+  """Asserts x is non-empty, finite and (with `bound`) within [-bound, bound]."""
+  checks = [tf.debugging.assert_positive(tf.shape(x)[0],
+                                         message=f'{function}: {what} must not be empty'),
+            tf.debugging.assert_all_finite(x, message=f'{function}: {what} must be finite')]
+  if bound is not None:
+    with tf.control_dependencies(checks):  # the range of NaN is meaningless: finiteness first
+      checks.append(tf.debugging.assert_less_equal(
+          tf.reduce_max(tf.abs(x)), tf.constant(bound + RANGE_TOLERANCE, x.dtype),
+          message=f'{function}: {what} must lie in [-{bound:g}, {bound:g}] (pixels scaled from '
+                  '[0, 255] as (p / 127.5) - 1)'))
+  return checks
 
 
 class HatEBMModule(tf.Module):
@@ -64,9 +98,9 @@ class HatEBMModule(tf.Module):
     return '[N, {}, {}, {}]'.format(*self._image_shape)
 
   # ---- sampling ------------------------------------------------------------------------------
-  def _start(self, num_samples, seed):
-    tf.debugging.assert_positive(num_samples, message='sample: num_samples must be >= 1')
-    self.rng.reset_from_seed(seed)  # deterministic for a seed, whatever was sampled before
+  def _start(self, num_samples, seed, function):
+    with tf.control_dependencies(check_num_samples(num_samples, function)):
+      self.rng.reset_from_seed(seed)  # deterministic for a seed, whatever was sampled before
     z = self.rng.normal(tf.stack([num_samples, *self._latent_shape]))
     g_z = tf.cast(self._gen_fn(z), tf.float32)  # once per chain: Z stays fixed
     y0 = langevin.initial_residual(self.rng, tf.shape(g_z), self._settings)
@@ -79,23 +113,21 @@ class HatEBMModule(tf.Module):
     y, _ = langevin.sample_conditional(self._hat_fn, g_z, self.rng, settings, y0=y)
     return y
 
-  @tf.function(input_signature=[tf.TensorSpec([], tf.int32, name='num_samples'),
-                                tf.TensorSpec([], tf.int64, name='seed')])
+  @tf.function(input_signature=_SAMPLE_SIGNATURE)
   def sample(self, num_samples, seed):
     """num_samples samples of the configured chain.
 
     images: X = G(Z) + Y clipped to [-1, 1] (G's 2 tanh range lets the sum overshoot);
     generator_images G(Z) and residuals Y unclipped.
     """
-    g_z, y = self._start(num_samples, seed)
+    g_z, y = self._start(num_samples, seed, 'sample')
     y = self._run(g_z, y, self._settings.steps)
     return {'images': clip_images(g_z + y), 'generator_images': g_z, 'residuals': y}
 
-  @tf.function(input_signature=[tf.TensorSpec([], tf.int32, name='num_samples'),
-                                tf.TensorSpec([], tf.int64, name='seed')])
+  @tf.function(input_signature=_SAMPLE_SIGNATURE)
   def sample_path(self, num_samples, seed):
     """The same chains as `sample`, stopped at `path_steps`: [steps, N, ...] per output."""
-    g_z, y = self._start(num_samples, seed)
+    g_z, y = self._start(num_samples, seed, 'sample_path')
     ys, done = [], 0
     for step in self._path_steps:  # run in segments; the noise stream is the same as `sample`'s
       y = self._run(g_z, y, step - done)
@@ -123,12 +155,14 @@ class HatEBMModule(tf.Module):
     # The networks run in a branch taken only for valid input: shape inference of the call never
     # sees them with a wrong shape, so the assert above is the error a user gets.
     with tf.control_dependencies([check]):
-      energy = tf.cond(
-          valid,
-          lambda: tf.cast(self._hat_fn(tf.ensure_shape(images, [None, *self._image_shape])),
-                          tf.float32),
-          lambda: tf.zeros([0], tf.float32))
+      energy = tf.cond(valid, lambda: self._checked_energy(images),
+                       lambda: tf.zeros([0], tf.float32))
     return {'energy': energy}
+
+  def _checked_energy(self, images):
+    with tf.control_dependencies(check_values(images, 'energy', 'images', bound=1.0)):
+      images = tf.ensure_shape(tf.identity(images), [None, *self._image_shape])
+    return tf.cast(self._hat_fn(images), tf.float32)
 
   def energy_functions(self):
     """Concrete `energy` functions: float32 of any shape (checked inside), other dtypes (fail)."""
@@ -185,19 +219,18 @@ class JointHatEBMModule(HatEBMModule):
     return {'images': clip_images(g_z + y), 'generator_images': g_z, 'residuals': y,
             'latents': z}
 
-  @tf.function(input_signature=[tf.TensorSpec([], tf.int32, name='num_samples'),
-                                tf.TensorSpec([], tf.int64, name='seed')])
+  @tf.function(input_signature=_SAMPLE_SIGNATURE)
   def sample(self, num_samples, seed):
-    tf.debugging.assert_positive(num_samples, message='sample: num_samples must be >= 1')
-    self.rng.reset_from_seed(seed)
+    with tf.control_dependencies(check_num_samples(num_samples, 'sample')):
+      self.rng.reset_from_seed(seed)
     z = self.rng.normal(tf.stack([num_samples, *self._latent_shape]))
     return self._outputs(*self._chain(z, None, self._settings.steps))
 
-  @tf.function(input_signature=[tf.TensorSpec([], tf.int32, name='num_samples'),
-                                tf.TensorSpec([], tf.int64, name='seed')])
+  @tf.function(input_signature=_SAMPLE_SIGNATURE)
   def sample_path(self, num_samples, seed):
     """The chains of `sample` at `path_steps`: [steps, N, ...] images, G(Z), Y and Z."""
-    self.rng.reset_from_seed(seed)
+    with tf.control_dependencies(check_num_samples(num_samples, 'sample_path')):
+      self.rng.reset_from_seed(seed)
     z = self.rng.normal(tf.stack([num_samples, *self._latent_shape]))
     y, g_z = None, tf.cast(self._generator_call(z), tf.float32)
     xs, gs, ys, done = [], [], [], 0
@@ -215,8 +248,10 @@ class JointHatEBMModule(HatEBMModule):
   @tf.function
   def refine(self, latents):
     """The configured joint chain from the given latents (deterministic: seed 0)."""
-    self.rng.reset_from_seed(0)
-    return self._outputs(*self._chain(tf.cast(latents, tf.float32), None, self._settings.steps))
+    latents = tf.cast(latents, tf.float32)
+    with tf.control_dependencies(check_values(latents, 'refine', 'latents')):
+      self.rng.reset_from_seed(0)
+    return self._outputs(*self._chain(latents, None, self._settings.steps))
 
   def extra_signatures(self):
     spec = tf.TensorSpec([None, *self._latent_shape], tf.float32, name='latents')
@@ -247,3 +282,21 @@ def save(module, output_dir):
   module.energy_functions()  # trace every dtype version so that each is saved
   tf.saved_model.save(module, output_dir, signatures=module.signatures())
   return output_dir
+
+
+def load_saved_model(path, flag):
+  """A SavedModel written by `save`; anything else is a one-line error naming --flag."""
+  if not tf.io.gfile.exists(os.path.join(path, 'saved_model.pb')):
+    raise ValueError(f'--{flag}={path}: no saved_model.pb there (write one with '
+                     'experiments/export.py)')
+  try:
+    model = tf.saved_model.load(path)
+  except (OSError, ValueError, KeyError, message.DecodeError, tf.errors.OpError) as e:
+    lines = str(e).strip().splitlines()
+    raise ValueError(f'--{flag}={path}: unreadable SavedModel (truncated or corrupt?): '
+                     f'{lines[0] if lines else type(e).__name__}') from e
+  missing = [name for name in ('sample', 'sample_path', 'energy') if not hasattr(model, name)]
+  if missing:
+    raise ValueError(f'--{flag}={path} is not a Hat EBM export (no {", ".join(missing)}); '
+                     'write one with experiments/export.py')
+  return model

@@ -118,7 +118,16 @@ def _load_factory(spec):
     fn = getattr(importlib.import_module(module_name), fn_name)
   except (ImportError, AttributeError) as e:
     raise ValueError(f'cannot import generator factory {spec!r}: {e}') from e
-  return fn(), True
+  if not callable(fn):
+    raise ValueError(f'generator factory {spec!r} is a {type(fn).__name__}, not a function')
+  try:  # the factory is user code: whatever it raises is reported against generator.path
+    model = fn()
+  except Exception as e:  # pylint: disable=broad-except
+    raise ValueError(f'generator factory {spec!r} raised {type(e).__name__}: {e}') from e
+  if model is None or not callable(model):
+    raise ValueError(f'generator factory {spec!r} returned {type(model).__name__}, not a '
+                     'callable model')
+  return model, True
 
 
 def load_generator(config):

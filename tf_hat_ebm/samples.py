@@ -38,8 +38,8 @@ def draw(model, num_samples, batch_size, seed):
   out = {}
   for b, start in enumerate(range(0, num_samples, batch_size)):
     n = min(batch_size, num_samples - start)
-    batch = model.sample(num_samples=tf.constant(n, tf.int32),
-                         seed=tf.constant(seed + b, tf.int64))
+    # Python ints: converted to the signature's dtype (int64 now, int32 in older exports).
+    batch = model.sample(num_samples=n, seed=seed + b)
     for k in ('images', 'generator_images', 'residuals'):
       out.setdefault(k, []).append(batch[k].numpy())
   return {k: np.concatenate(v) for k, v in out.items()}
@@ -65,8 +65,7 @@ def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_c
     f.write(buffer.getvalue())
   written.append(npz)
 
-  path = model.sample_path(num_samples=tf.constant(path_chains, tf.int32),
-                           seed=tf.constant(seed, tf.int64))
+  path = model.sample_path(num_samples=path_chains, seed=seed)
   figure = path_figure(path)
   figure_path = os.path.join(output_dir, 'langevin_path.png')
   images_lib.write_png(figure_path, figure)

@@ -58,6 +58,8 @@ def make_strategy(tpu=None, devices=None):
 
 def check_batch_split(global_batch_size, strategy):
   replicas = strategy.num_replicas_in_sync
+  if not isinstance(global_batch_size, int) or global_batch_size < 1:
+    raise ValueError(f'training.batch_size must be an integer >= 1; got {global_batch_size!r}')
   if global_batch_size % replicas:
     raise ValueError(f'global batch {global_batch_size} cannot be split evenly over {replicas} '
                      'replicas')

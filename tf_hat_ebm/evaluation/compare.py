@@ -5,25 +5,28 @@ in z on ||z||^2/2 - D(G(z)), when the generator comes with a discriminator); the
 chain, X = G(Z_K) + Y_K. On the digits, `digits_table` scores each method (small-data FID with the
 digits classifier's features, and digits_eval's scores) with the real test digits as reference.
 """
-import os
 
 import numpy as np
 import tensorflow as tf
 
+from tf_hat_ebm import checkpoints
 from tf_hat_ebm import digits_eval
 from tf_hat_ebm import langevin
 from tf_hat_ebm.evaluation import fid
 from tf_hat_ebm.refinement import JointTask
 
 
-def load_task(config, workdir):
-  """The joint task of `workdir` with its latest hat network; (task, step)."""
+def load_task(config, workdir, checkpoint=None):
+  """The joint task of `workdir` with its hat network of `checkpoint` (default: latest)."""
+  path = checkpoints.resolve_checkpoint(workdir, checkpoint)
   task = JointTask(config, tf.distribute.get_strategy())
-  latest = tf.train.latest_checkpoint(os.path.join(workdir, 'checkpoints'))
-  if latest is None:
-    raise FileNotFoundError(f'no checkpoint in {workdir}/checkpoints; train the Hat EBM first')
-  tf.train.Checkpoint(hat=task.hat).restore(latest).expect_partial()
-  return task, int(latest.rsplit('-', 1)[-1])
+  try:
+    tf.train.Checkpoint(hat=task.hat).restore(path).expect_partial()
+  except (tf.errors.OpError, ValueError, IndexError) as e:  # IndexError: a truncated .data file
+    raise ValueError(f'cannot restore the hat network from {path}: '
+                     f'{str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}'
+                     ) from e
+  return task, int(path.rsplit('-', 1)[-1])
 
 
 def make_sampler(task, config):

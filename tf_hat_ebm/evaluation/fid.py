@@ -119,7 +119,7 @@ def sample_batches(module, num_samples, batch_size, seed):
   """Batches of `module.sample` ({'images', 'generator_images'}), batch b seeded seed + b."""
   for b, start in enumerate(range(0, num_samples, batch_size)):
     n = min(batch_size, num_samples - start)
-    yield module.sample(tf.constant(n, tf.int32), tf.constant(seed + b, tf.int64))
+    yield module.sample(n, seed + b)  # Python ints: any export's signature dtypes
 
 
 def sample_fids(module, feature_net, reference, num_samples, batch_size=250, runs=1, seed=0,
