@@ -82,7 +82,7 @@ class Trainer:
     self._stop_requested = False
     self._rollbacks = 0
     # The checkpoint restored or saved by this process while the guards were quiet.
-    self.last_good = None
+    self.last_good = self.resumed_at = None
     self.guard = guard_lib.RunawayGuard(config.training.guard, task.metric_names)
     self._finite_fn = None
 
@@ -140,7 +140,7 @@ class Trainer:
     raise workdir_lib.resume_error(self.ckpt_dir, 'none of its checkpoints restores')
 
   def _resumed(self, path):
-    self.last_good = path
+    self.last_good, self.resumed_at = path, int(self.step.numpy())
     self.guard.reset(int(self.step.numpy()))
     self._log(f'Resumed from {path} at step {int(self.step.numpy())}.')
     return True
