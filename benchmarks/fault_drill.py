@@ -1,11 +1,13 @@
 r"""Kill/resume drill: SIGKILL a training run at random moments, restart it, check every resume.
 
-  python benchmarks/fault_drill.py --cycles=10 --workdir=/tmp/drill
+  python benchmarks/fault_drill.py --cycles=20 --workdir=/tmp/drill
 
 Each cycle starts `experiments/train_synthesis.py` on the workdir and, once it has written a new
-checkpoint, kills it with SIGKILL after a random delay (sometimes in the middle of the next write), then checks that the latest
-checkpoint loads, and records how many steps the kill cost (last step reached - step resumed from).
-Prints cycles survived, steps lost per cycle, and any checkpoint that failed to load.
+checkpoint, kills it with SIGKILL after a random delay (sometimes in the middle of the next write),
+then checks that the latest checkpoint loads and is not older than the one the cycle started from,
+and records how many steps the kill cost (last step reached - step resumed from). A cycle whose
+run exits by itself (a refused resume, the stale lock of the killed run not taken over) fails.
+Prints cycles survived, steps lost per cycle, and any failure.
 """
 import json
 import os
@@ -84,7 +86,7 @@ def _latest_name(ckpt_dir):
     return None
 
 
-def drill(workdir, cycles, args, min_delay, max_delay, seed=0):
+def drill(workdir, cycles, args, min_delay, max_delay, seed=0, on_cycle=None):
   rng = random.Random(seed)
   records, failures = [], []
   for cycle in range(cycles):
@@ -96,8 +98,18 @@ def drill(workdir, cycles, args, min_delay, max_delay, seed=0):
     except Exception as e:  # pylint: disable=broad-except
       failures.append(f'cycle {cycle}: {type(e).__name__}: {e}')
       break
+    # A run that exits by itself (a refused resume, a held lock) or loses a checkpoint fails.
+    if code not in (-signal.SIGKILL, 0):
+      last = out.strip().splitlines()[-1] if out.strip() else ''
+      failures.append(f'cycle {cycle}: exit code {code}: {last}')
+      break
+    if resumed < before:
+      failures.append(f'cycle {cycle}: checkpoint lost: step {before} -> {resumed}')
+      break
     records.append(dict(cycle=cycle, started_at=before, reached=reached, checkpoint=resumed,
                         steps_lost=max(reached - resumed, 0), exit_code=code))
+    if on_cycle:
+      on_cycle(records[-1])
   return records, failures
 
 
@@ -108,14 +120,14 @@ def main(argv):
     shutil.rmtree(FLAGS.workdir)
   start = time.time()
   records, failures = drill(FLAGS.workdir, FLAGS.cycles, FLAGS.arg, FLAGS.min_delay,
-                            FLAGS.max_delay, FLAGS.seed)
-  for r in records:
-    print(f'cycle {r["cycle"]:2d}: steps {r["started_at"]} -> {r["reached"]}, killed, '
-          f'resumes at {r["checkpoint"]} (lost {r["steps_lost"]})')
+                            FLAGS.max_delay, FLAGS.seed, on_cycle=lambda r: print(
+                                f'cycle {r["cycle"]:2d}: steps {r["started_at"]} -> '
+                                f'{r["reached"]}, killed, resumes at {r["checkpoint"]} '
+                                f'(lost {r["steps_lost"]})', flush=True))
   lost = [r['steps_lost'] for r in records]
   print(f'cycles survived: {len(records)}/{FLAGS.cycles}; steps lost per cycle: '
         f'mean {sum(lost) / max(len(lost), 1):.1f}, max {max(lost, default=0)}; '
-        f'checkpoints failing to load: {len(failures)} {failures}; {time.time() - start:.0f} s')
+        f'failures: {len(failures)} {failures}; {time.time() - start:.0f} s')
   print(json.dumps(dict(records=records, failures=failures)))
 
 

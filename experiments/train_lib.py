@@ -4,6 +4,8 @@
   --workdir  run directory (default: workdir/<config name>); rerunning resumes from it
   --tpu      TPU name or "local" for TPUStrategy (else TF_CONFIG / GPUs / default)
   --allow_config_change  resume a workdir made by a config with other networks, data or batch
+  --checkpoint  resume from this checkpoint (step or path), or latest_intact: the newest that
+                restores; by default the latest, and a damaged one stops the run
 The task comes from the config's `experiment` (run_lib.task_class).
 """
 import os
@@ -25,6 +27,9 @@ def define_flags(default_config):
   flags.DEFINE_string('tpu', None, 'TPU name, or "local", for TPUStrategy.')
   flags.DEFINE_bool('allow_config_change', False,
                     'Resume a workdir whose networks, data or batch differ from --config.')
+  flags.DEFINE_string('checkpoint', None,
+                      'Resume from this checkpoint: a step N (checkpoints/ckpt-N), a path, or '
+                      '"latest_intact" for the newest checkpoint that restores.')
 
 
 def main(argv):
@@ -36,7 +41,7 @@ def main(argv):
   workdir = FLAGS.workdir or os.path.join('workdir', config.name)
   run_lib.main_guard(lambda: run_lib.train(
       run_lib.task_class(config), config, workdir, tpu_utils.make_strategy(FLAGS.tpu),
-      allow_config_change=FLAGS.allow_config_change),
+      allow_config_change=FLAGS.allow_config_change, resume_from=FLAGS.checkpoint),
       interrupted=lambda: run_lib.interrupted_training(workdir))
 
 

@@ -75,11 +75,22 @@ def base_config():
   # Save the input pipeline's position (and shuffle buffer) in checkpoints, for exact resume.
   # Costs shuffle_buffer images per checkpoint: off for ImageNet.
   training.checkpoint_data_iterator = True
-  # On a non-finite loss: stop (default), or roll back to the last good checkpoint with both
-  # learning rates multiplied by rollback_lr_factor, at most max_rollbacks times.
+  # On a non-finite loss or state: stop (default), or roll back to the last good checkpoint with
+  # both learning rates multiplied by rollback_lr_factor, at most max_rollbacks times.
   training.rollback_on_divergence = False
   training.rollback_lr_factor = 0.5
-  training.max_rollbacks = 3
+  training.max_rollbacks = 3        # rollback r runs at rollback_lr_factor**r, with a fresh RNG
+  # Runaway guard (tf_hat_ebm/guard.py): a finite divergence. action: 'auto' (rollback when
+  # rollback_on_divergence, else stop), 'stop', 'rollback', 'warn' or 'off'. Healthy digits runs
+  # keep |energy_diff| ~0.01-5; a config with larger energies sets its own band.
+  training.guard = guard = ml_collections.ConfigDict()
+  guard.action = 'auto'
+  guard.max_abs_energy_diff = 100.0  # band on |energy_diff| (0: off)
+  guard.growth_metrics = ('hat_grad_norm',)
+  guard.growth_factor = 1e3          # x the median of the last `window` quiet steps (0: off)
+  guard.window = 250                 # steps
+  guard.warmup = 250                 # steps watched before the growth test starts
+  guard.patience = 3                 # suspicious chunks in a row before it fires
 
   config.optim = optim = ml_collections.ConfigDict()
   optim.hat_lr = 1e-4

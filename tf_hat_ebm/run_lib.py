@@ -89,11 +89,11 @@ def validate(config):
 
 
 def train(task_cls, config, workdir, strategy, num_steps=None, verbose=True,
-          allow_config_change=False):
+          allow_config_change=False, resume_from=None):
   validate(config)
   task = task_cls(config, strategy)
   trainer = Trainer(task, config, workdir, strategy, verbose=verbose,
-                    allow_config_change=allow_config_change)
+                    allow_config_change=allow_config_change, resume_from=resume_from)
   return trainer, trainer.train(num_steps)
 
 

@@ -1,0 +1,172 @@
+"""The runaway guard: its decision on metric sequences, and its stop / rollback in the trainer."""
+import math
+import os
+import random
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_hat_ebm.autoencoder import AutoencoderTask
+from tf_hat_ebm.config import base_config
+from tf_hat_ebm.guard import RunawayGuard
+from tf_hat_ebm.sngan import SNGANTask
+from tf_hat_ebm.synthesis import SynthesisTask
+from tf_hat_ebm.trainer import RunawayError, Trainer
+
+from conftest import tiny_config
+
+NAMES = SynthesisTask.metric_names
+STRATEGY = tf.distribute.get_strategy()
+
+
+def guard_config(**overrides):
+  cfg = base_config().training.guard
+  cfg.update(overrides)
+  return cfg
+
+
+def first_trip(guard, chunks, steps_per_chunk=10):
+  """Feeds (energy_diff, hat_grad_norm) per chunk; the step at which the guard trips, or None."""
+  for i, (diff, norm) in enumerate(chunks):
+    step = (i + 1) * steps_per_chunk
+    guard.update(step, dict(energy_diff=diff, hat_grad_norm=norm, gen_loss=1.0))
+    if guard.tripped:
+      return step
+  return None
+
+
+def test_band_fires_after_patience_consecutive_chunks():
+  chunks = [(0.5, 1.0)] * 10 + [(-200.0, 1.0)] * 3
+  assert first_trip(RunawayGuard(guard_config(), NAMES), chunks) == 130
+  # interrupted: a quiet chunk resets the count
+  chunks = [(0.5, 1.0)] * 10 + [(-200.0, 1.0)] * 2 + [(0.5, 1.0)] + [(-200.0, 1.0)] * 2
+  assert first_trip(RunawayGuard(guard_config(), NAMES), chunks) is None
+  assert first_trip(RunawayGuard(guard_config(patience=1), NAMES), chunks) == 110
+
+
+def test_growth_fires_after_warmup_on_a_gradient_norm_running_away():
+  # |energy_diff| inside the band; hat_grad_norm x10 per chunk from step 310 on
+  chunks = [(0.5, 1.0)] * 30 + [(0.5, 10.0 ** k) for k in range(1, 10)]
+  # 10, 100, 1000 (not > 1000 x 1), then 1e4 (1), 1e5 (2), 1e6 (3): step 360
+  assert first_trip(RunawayGuard(guard_config(), NAMES), chunks) == 360
+  assert first_trip(RunawayGuard(guard_config(growth_factor=0), NAMES), chunks) is None
+  # before the warm-up the growth test is not made
+  early = [(0.5, 1.0)] * 3 + [(0.5, 10.0 ** k) for k in range(1, 10)]
+  assert first_trip(RunawayGuard(guard_config(), NAMES), early) is None
+
+
+def test_a_digits_like_runaway_trips_within_300_steps():
+  # energy_diff as a run without data noise went: ~0.5, then -226 at step 100, -1.9e5 at 200
+  def diff(step):
+    if step <= 60:
+      return -0.5
+    if step <= 100:
+      return -226.0 ** ((step - 60) / 40)
+    return -226.0 * (1.9e5 / 226.0) ** ((step - 100) / 100)
+  chunks = [(diff(s), 1.0) for s in range(10, 1000, 10)]
+  assert first_trip(RunawayGuard(guard_config(), NAMES), chunks) == 120
+
+
+def test_healthy_noisy_metrics_never_trip():
+  rng = random.Random(0)
+  chunks = [(rng.gauss(0, 2), math.exp(rng.gauss(0, 1))) for _ in range(1000)]
+  guard = RunawayGuard(guard_config(), NAMES)
+  assert first_trip(guard, chunks) is None
+
+
+def test_tasks_without_the_metrics_are_not_watched():
+  for names in (SNGANTask.metric_names, AutoencoderTask.metric_names):
+    guard = RunawayGuard(guard_config(), names)
+    assert not guard.watching
+    assert first_trip(guard, [(1e9, 1e9)] * 10) is None
+  assert not RunawayGuard(guard_config(action='off'), NAMES).watching
+
+
+class RunawayTask(SynthesisTask):
+  """The tandem task with energy_diff pushed up 10x per 2-step chunk after `start` steps."""
+
+  start = 6
+
+  def __init__(self, config, strategy):
+    super().__init__(config, strategy)
+    self.calls = tf.Variable(0.0, trainable=False)
+
+  def replica_step(self, images):
+    out = super().replica_step(images)
+    self.calls.assign_add(1.0)
+    out['energy_diff'] += tf.where(self.calls > self.start,
+                                   10.0 ** ((self.calls - self.start) / 2), 0.0)
+    return out
+
+
+def runaway_trainer(workdir, **guard):
+  config = tiny_config(**{'training.max_rollbacks': 3})
+  config.training.guard.update(guard)
+  task = RunawayTask(config, STRATEGY)
+  trainer = Trainer(task, config, str(workdir), STRATEGY, verbose=False)
+  saved = {}
+  save = trainer.save
+
+  def save_and_snapshot(step):
+    save(step)
+    saved[step] = [v.numpy().copy() for v in task.hat.variables + task.generator.variables]
+
+  trainer.save = save_and_snapshot
+  return trainer, saved
+
+
+def test_guard_stops_a_runaway_and_saves_nothing_while_counting(tmp_path):
+  trainer, saved = runaway_trainer(tmp_path)
+  with pytest.raises(RunawayError, match=r'runaway at step 16: \|energy_diff\| .* > training.guard'
+                     r'.max_abs_energy_diff 100 for 3 checks in a row; last good checkpoint: '
+                     r'.*ckpt-10; lower optim.hat_lr'):
+    trainer.train(40)
+  assert sorted(saved) == [2, 4, 6, 8, 10]
+  assert not [p for p in os.listdir(tmp_path / 'checkpoints') if p.startswith(('ckpt-12',
+                                                                               'ckpt-14'))]
+
+
+def test_guard_rollback_restores_the_last_good_checkpoint_and_compounds(tmp_path):
+  trainer, saved = runaway_trainer(tmp_path, action='rollback')
+  task, after = trainer.task, []
+  rollback = trainer._rollback  # pylint: disable=protected-access
+
+  def rollback_and_record(error):
+    done = rollback(error)
+    if done:
+      after.append(dict(step=int(trainer.step.numpy()), lr_scale=float(task.lr_scale.numpy()),
+                        rng=task.rng.state.numpy().copy(),
+                        weights=[v.numpy().copy() for v in
+                                 task.hat.variables + task.generator.variables]))
+    return done
+
+  trainer._rollback = rollback_and_record  # pylint: disable=protected-access
+  with pytest.raises(RunawayError, match='3 rollbacks did not help'):
+    trainer.train(40)
+  assert [a['step'] for a in after] == [10, 10, 10]
+  np.testing.assert_allclose([a['lr_scale'] for a in after], [0.5, 0.25, 0.125])
+  assert len({a['rng'].tobytes() for a in after}) == 3  # each retry draws a fresh stream
+  for a in after:
+    for w, s in zip(a['weights'], saved[10]):
+      np.testing.assert_array_equal(w, s)
+
+
+def test_guard_is_quiet_on_a_healthy_run(tmp_path):
+  config = tiny_config(**{'training.steps_per_loop': 5, 'training.log_every': 10,
+                          'training.checkpoint_every': 10, 'training.sample_every': 40})
+  config.training.guard.update(warmup=10, window=20)  # the growth test runs too
+  trainer = Trainer(SynthesisTask(config, STRATEGY), config, str(tmp_path), STRATEGY,
+                    verbose=False)
+  counts = []
+  update = trainer.guard.update
+
+  def update_and_record(step, metrics):
+    reason = update(step, metrics)
+    counts.append(trainer.guard.count)
+    return reason
+
+  trainer.guard.update = update_and_record
+  trainer.train(40)
+  assert trainer.guard.watching and len(counts) == 8 and max(counts) == 0
+  assert tf.train.latest_checkpoint(str(tmp_path / 'checkpoints')).endswith('ckpt-40')
