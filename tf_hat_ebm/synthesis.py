@@ -42,8 +42,10 @@ class SynthesisTask:
     self.perf = config.perf
     tf.keras.utils.set_random_seed(config.seed)  # same seed, same initial networks
     with strategy.scope():
-      precision = nets.resolve_precision(config.perf.precision, strategy)
-      self.hat, self.generator = nets.with_precision(precision, lambda: (
+      # Reported at the start of training and recorded in the workdir's run_info.json.
+      self.precision, self.precision_reason = nets.resolve_precision(config.perf.precision,
+                                                                     strategy)
+      self.hat, self.generator = nets.with_precision(self.precision, lambda: (
           nets.make_hat(config.model, data.image_size, data.channels),
           nets.make_generator(config.model, data.image_size, data.channels)))
       # One factor on both learning rates; a divergence rollback lowers it (trainer.py).

@@ -11,7 +11,8 @@ The trainer owns everything else: the strategy-distributed input, `steps_per_loo
 per host call inside one tf.function, checkpoints (resume), TensorBoard summaries, sample grids,
 the progress bar, the divergence guard and clean exit on SIGTERM.
 
-Workdir layout (score_sde's): checkpoints/, tensorboard/, samples/, config.json.
+Workdir layout (score_sde's): checkpoints/, tensorboard/, samples/, config.json; run_info.json
+(run_info.py) records the precision, hardware and timing of every run.
 """
 import json
 import os
@@ -24,6 +25,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import images as images_lib
+from tf_hat_ebm import run_info
 
 
 class DivergenceError(RuntimeError):
@@ -172,6 +174,7 @@ class Trainer:
     """Trains until `num_steps` (default config.training.num_steps) and returns the last metrics."""
     t = self.config.training
     end = int(num_steps or t.num_steps)
+    run = run_info.Run(self.workdir, write=self.is_chief, log=self._log)
     self._save_config()
     iterator = self._iterator()
     if t.checkpoint_data_iterator:
@@ -179,6 +182,7 @@ class Trainer:
       # Each worker reads its own shard, so with several workers it is worker-local state.
       (self.local_checkpoint or self.checkpoint).data_iterator = iterator
     self.restore_or_initialize()
+    run.start(self.task, self.strategy, self.step.numpy())
     writer = (tf.summary.create_file_writer(os.path.join(self.workdir, 'tensorboard'))
               if self.is_chief else tf.summary.create_noop_writer())
     train_loop = self._make_train_loop()
@@ -194,7 +198,8 @@ class Trainer:
       while step < end and not self._stop_requested:
         n = self._next_chunk(step, end)
         start = time.time()
-        metrics = {k: float(v) for k, v in train_loop(iterator, tf.constant(n)).items()}
+        with run.steps(n):
+          metrics = {k: float(v) for k, v in train_loop(iterator, tf.constant(n)).items()}
         rate = n / max(time.time() - start, 1e-9)
         step = int(self.step.numpy())
         try:
@@ -225,6 +230,7 @@ class Trainer:
     finally:
       restore_handler()
       writer.flush()
+    run.finish(step)
     return metrics
 
   # ---- outputs -------------------------------------------------------------------------------
