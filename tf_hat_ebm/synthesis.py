@@ -80,6 +80,9 @@ class SynthesisTask:
             'gen_lr': optim.current_learning_rate(self.gen_opt)}
 
   # ---- training step (replica context) -------------------------------------------------------
+  # Traced as plain TF, without AutoGraph: the code below has no tensor-dependent Python control
+  # flow (the chain is a tf.while_loop), and converting it took over half of the tracing time.
+  @tf.autograph.experimental.do_not_convert
   def replica_step(self, images):
     tcfg, ocfg = self.config.training, self.config.optim
     x_pos = learning.perturb_data(images, tcfg.data_eps, self.rng)
@@ -126,6 +129,7 @@ class SynthesisTask:
     return chain(g_z)
 
   # ---- samples -------------------------------------------------------------------------------
+  @tf.autograph.experimental.do_not_convert  # as replica_step
   def replica_sample(self, rng, num, settings):
     """X = G(Z) + Y_K for num fresh latents: returns (X, G(Z), Y) on this replica."""
     z = rng.normal([num, *self.generator.latent_shape])
