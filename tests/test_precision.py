@@ -155,3 +155,14 @@ def test_script_runs_in_the_precision_of_this_cpu_and_says_so(tmp_path):
   assert 'wall time ' in result.stdout and '(2 steps, ' in result.stdout
   run = json.loads((tmp_path / 'run_info.json').read_text())['runs'][0]
   assert run['precision'] == expected[0] and run['end_step'] == 2
+
+
+def test_a_synthesis_run_imports_no_other_experiments_libraries():
+  # TF-GAN and TF Probability (SN-GAN's) cost seconds of start-up a synthesis run does not need.
+  code = ('import sys, ml_collections; from tf_hat_ebm import run_lib; '
+          'cls = run_lib.task_class(ml_collections.ConfigDict({"experiment": "synthesis"})); '
+          'print(cls.__name__, sorted(m for m in ("tensorflow_gan", "tensorflow_probability") '
+          'if m in sys.modules))')
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'), cwd=REPO, timeout=300)
+  assert result.stdout.split() == ['SynthesisTask', '[]'], result.stderr
