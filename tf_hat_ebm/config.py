@@ -113,8 +113,10 @@ def base_config():
 
   # Speed options; defaults chosen by measurement with benchmarks/step_time.py.
   config.perf = perf = ml_collections.ConfigDict()
-  perf.precision = 'auto'  # auto: bf16 on TPU, else f32; or float32 / mixed_bfloat16 (states,
-  #                          energies, losses and the bank stay float32 in every case)
+  # auto: mixed_bfloat16 where bf16 is native (TPU, GPU of compute capability >= 8.0, CPU with
+  # amx_bf16 / avx512_bf16), else float32 (tpu_utils/hardware.py); or float32 / mixed_bfloat16.
+  # States, energies, losses and the bank stay float32 in every case.
+  perf.precision = 'auto'
   perf.recompute_generator = False  # True: G(Z) inside every Langevin step (release's plain path)
   perf.jit_sampler = False        # XLA-compile the Langevin chain
   return config

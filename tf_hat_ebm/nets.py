@@ -14,6 +14,8 @@ import math
 
 import tensorflow as tf
 
+from tpu_utils import hardware
+
 layers = tf.keras.layers
 
 
@@ -258,16 +260,13 @@ class Generator(tf.keras.Model):
 PRECISIONS = ('float32', 'mixed_bfloat16', 'mixed_float16')
 
 
-def resolve_precision(precision, strategy=None):
-  """'auto' -> mixed_bfloat16 on TPU (native bf16), float32 elsewhere.
+def resolve_precision(precision, strategy=None, facts=None):
+  """(Keras policy, reason) for config.perf.precision; 'auto' is decided by tpu_utils.hardware.
 
-  Measured with benchmarks/step_time.py: on a CPU without native bf16 (AMD Zen 3, AVX2) bf16 runs
-  ~18x slower than float32; CPUs with AVX-512-BF16/AMX and GPUs can opt in explicitly.
+  'auto' picks bf16 only where the hardware has it natively (TPU, GPU of compute capability >= 8.0,
+  CPU with AMX-BF16 or AVX512-BF16): elsewhere emulated bf16 is many times slower than float32.
   """
-  if precision != 'auto':
-    return precision
-  on_tpu = strategy is not None and isinstance(strategy, tf.distribute.TPUStrategy)
-  return 'mixed_bfloat16' if on_tpu else 'float32'
+  return hardware.resolve_precision(precision, strategy, facts)
 
 
 def with_precision(precision, build_fn):

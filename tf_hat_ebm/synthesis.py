@@ -44,8 +44,10 @@ class SynthesisTask:
     self.perf = config.perf
     tf.keras.utils.set_random_seed(config.seed)  # same seed, same initial networks
     with strategy.scope():
-      precision = nets.resolve_precision(config.perf.precision, strategy)
-      self.hat, self.generator = nets.with_precision(precision, lambda: (
+      # Reported at the start of training and recorded in the workdir's run_info.json.
+      self.precision, self.precision_reason = nets.resolve_precision(config.perf.precision,
+                                                                     strategy)
+      self.hat, self.generator = nets.with_precision(self.precision, lambda: (
           nets.make_hat(config.model, data.image_size, data.channels),
           nets.make_generator(config.model, data.image_size, data.channels)))
       # One factor on both learning rates; a divergence rollback lowers it (trainer.py).
@@ -80,6 +82,9 @@ class SynthesisTask:
             'gen_lr': optim.current_learning_rate(self.gen_opt)}
 
   # ---- training step (replica context) -------------------------------------------------------
+  # Traced as plain TF, without AutoGraph: the code below has no tensor-dependent Python control
+  # flow (the chain is a tf.while_loop), and converting it took over half of the tracing time.
+  @tf.autograph.experimental.do_not_convert
   def replica_step(self, images):
     tcfg, ocfg = self.config.training, self.config.optim
     x_pos = learning.perturb_data(images, tcfg.data_eps, self.rng)
@@ -126,6 +131,7 @@ class SynthesisTask:
     return chain(g_z)
 
   # ---- samples -------------------------------------------------------------------------------
+  @tf.autograph.experimental.do_not_convert  # as replica_step
   def replica_sample(self, rng, num, settings):
     """X = G(Z) + Y_K for num fresh latents: returns (X, G(Z), Y) on this replica."""
     z = rng.normal([num, *self.generator.latent_shape])

@@ -12,7 +12,8 @@ per host call inside one tf.function, checkpoints (resume), TensorBoard summarie
 the progress bar, the divergence guards (non-finite values; a finite runaway, guard.py), the
 workdir lock and clean exit on SIGTERM.
 
-Workdir layout (score_sde's): checkpoints/, tensorboard/, samples/, config.json, train.lock.
+Workdir layout (score_sde's): checkpoints/, tensorboard/, samples/, config.json, train.lock;
+run_info.json (run_info.py) records the precision, hardware and timing of every run.
 """
 import contextlib
 import json
@@ -27,6 +28,7 @@ import tensorflow as tf
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import guard as guard_lib
 from tf_hat_ebm import images as images_lib
+from tf_hat_ebm import run_info
 from tf_hat_ebm import workdir as workdir_lib
 
 
@@ -277,6 +279,7 @@ class Trainer:
 
   def _train(self, end):
     t = self.config.training
+    run = run_info.Run(self.workdir, write=self.is_chief, log=self._log)
     if self.is_chief:
       workdir_lib.clean_orphans(self.workdir, [self.ckpt_dir, self.archive.directory],
                                 log=self._log)
@@ -294,6 +297,7 @@ class Trainer:
     if end == step:
       self._log(f'Already at step {step} = training.num_steps: nothing to train.')
       return {}
+    run.start(self.task, self.strategy, step)
     writer = (tf.summary.create_file_writer(os.path.join(self.workdir, 'tensorboard'))
               if self.is_chief else tf.summary.create_noop_writer())
     train_loop = self._make_train_loop()
@@ -308,7 +312,8 @@ class Trainer:
       while step < end and not self._stop_requested:
         n = self._next_chunk(step, end)
         start = time.time()
-        metrics = {k: float(v) for k, v in train_loop(iterator, tf.constant(n)).items()}
+        with run.steps(n):
+          metrics = {k: float(v) for k, v in train_loop(iterator, tf.constant(n)).items()}
         rate = n / max(time.time() - start, 1e-9)
         step = int(self.step.numpy())
         try:
@@ -342,6 +347,7 @@ class Trainer:
     finally:
       restore_handler()
       writer.flush()
+    run.finish(step)
     return metrics
 
   def _checkpoint_if_due(self, step, end):

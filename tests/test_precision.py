@@ -1,0 +1,168 @@
+"""perf.precision='auto' follows the hardware (facts injected); runs say and record what they use
+and how their wall time splits into training steps and the rest."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from tf_hat_ebm import nets
+from tf_hat_ebm import run_info
+from tf_hat_ebm.synthesis import SynthesisTask
+from tf_hat_ebm.trainer import Trainer
+from tpu_utils import hardware
+
+from conftest import REPO, tiny_config
+
+# Trimmed /proc/cpuinfo texts of real machines.
+SAPPHIRE_RAPIDS = """processor\t: 0
+vendor_id\t: GenuineIntel
+model name\t: Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz
+flags\t\t: fpu sse2 avx avx2 avx512f avx512bw avx512_bf16 avx512_fp16 amx_bf16 amx_tile amx_int8
+"""
+ZEN4 = """processor\t: 0
+model name\t: AMD EPYC 9B14
+flags\t\t: fpu sse2 avx avx2 avx512f avx512bw avx512_bf16 avx512_vnni
+"""
+ZEN3 = """processor\t: 0
+model name\t: AMD EPYC 7B13
+flags\t\t: fpu sse2 avx avx2 fma bmi2 vaes
+"""
+GRAVITON3 = """processor\t: 0
+BogoMIPS\t: 2100.00
+Features\t: fp asimd sve bf16 i8mm
+"""
+
+
+@pytest.mark.parametrize('text, expected, reason', [
+    (SAPPHIRE_RAPIDS, 'mixed_bfloat16', 'CPU with native bf16 (amx_bf16, avx512_bf16)'),
+    (ZEN4, 'mixed_bfloat16', 'CPU with native bf16 (avx512_bf16)'),
+    (ZEN3, 'float32', 'CPU without native bf16 (neither amx_bf16 nor avx512_bf16)'),
+    (GRAVITON3, 'float32', 'CPU without native bf16 (neither amx_bf16 nor avx512_bf16)'),
+    ('', 'float32', 'CPU without native bf16 (neither amx_bf16 nor avx512_bf16)'),
+], ids=['sapphire_rapids', 'zen4', 'zen3', 'graviton3', 'no_cpuinfo'])
+def test_cpu_rule_reads_the_bf16_flags(text, expected, reason):
+  facts = dict(platform='CPU', cpu_flags=hardware.cpu_flags(text), gpu_capabilities=())
+  assert hardware.choose_precision(**facts) == (expected, reason)
+  assert nets.resolve_precision('auto', facts=facts) == (expected, f'auto: {reason}')
+
+
+@pytest.mark.parametrize('caps, expected', [
+    (((8, 0),), 'mixed_bfloat16'), (((9, 0), (8, 6)), 'mixed_bfloat16'),
+    (((7, 5),), 'float32'), (((8, 6), (7, 0)), 'float32'), ((), 'float32')])
+def test_gpu_rule_needs_compute_capability_8_on_every_gpu(caps, expected):
+  # The CPU flags do not matter once the replicas run on GPUs.
+  precision, reason = hardware.choose_precision('GPU', hardware.cpu_flags(SAPPHIRE_RAPIDS), caps)
+  assert precision == expected
+  assert reason.startswith('GPU with native bf16' if expected != 'float32' else
+                           'GPU without native bf16')
+  assert (', '.join(f'{a}.{b}' for a, b in caps) or 'unknown') in reason
+
+
+def test_tpu_is_bf16_whatever_the_host_cpu():
+  assert hardware.choose_precision('TPU', hardware.cpu_flags(ZEN3)) == (
+      'mixed_bfloat16', 'TPU (native bf16)')
+
+
+def test_explicit_precision_is_kept():
+  for precision in nets.PRECISIONS:
+    assert nets.resolve_precision(precision) == (precision, 'set by perf.precision')
+
+
+def test_detect_on_this_machine(two_replicas):
+  assert hardware.compute_platform(tf.distribute.get_strategy()) == 'CPU'  # no GPU here
+  assert hardware.compute_platform(two_replicas) == 'CPU'
+  facts = hardware.detect(two_replicas, cpuinfo_text=ZEN4)
+  assert facts == dict(platform='CPU', cpu_flags=hardware.cpu_flags(ZEN4), gpu_capabilities=())
+  native = bool({'amx_bf16', 'avx512_bf16'} & hardware.cpu_flags(hardware.read_cpuinfo()))
+  assert nets.resolve_precision('auto')[0] == ('mixed_bfloat16' if native else 'float32')
+
+
+@pytest.mark.parametrize('text, expected', [(ZEN3, 'float32'), (SAPPHIRE_RAPIDS, 'mixed_bfloat16')],
+                         ids=['zen3', 'sapphire_rapids'])
+def test_training_says_and_records_its_precision_and_time(tmp_path, capsys, monkeypatch, text,
+                                                          expected):
+  monkeypatch.setattr(hardware, 'read_cpuinfo', lambda: text)
+  strategy = tf.distribute.get_strategy()
+  config = tiny_config(**{'perf.precision': 'auto'})
+  task = SynthesisTask(config, strategy)
+  assert task.hat.blocks[0].c1.compute_dtype == ('bfloat16' if expected != 'float32' else 'float32')
+  Trainer(task, config, str(tmp_path), strategy).train(4)
+  out = capsys.readouterr().out
+  reason = hardware.choose_precision('CPU', hardware.cpu_flags(text))[1]
+  assert f'precision: {expected} (auto: {reason})' in out
+  assert 'wall time ' in out and 'training steps ' in out
+  runs = json.loads((tmp_path / 'run_info.json').read_text())['runs']
+  assert len(runs) == 1
+  run = runs[0]
+  assert (run['precision'], run['precision_reason']) == (expected, f'auto: {reason}')
+  assert (run['platform'], run['start_step'], run['end_step'], run['steps']) == ('CPU', 0, 4, 4)
+  assert 0 < run['step_s'] <= run['wall_s'] and run['step_fraction'] == pytest.approx(
+      run['step_s'] / run['wall_s'], abs=1e-3)
+
+
+def test_every_run_of_a_workdir_gets_its_entry(tmp_path):
+  strategy = tf.distribute.get_strategy()
+  for steps, precision in ((2, 'float32'), (4, 'mixed_bfloat16')):
+    config = tiny_config(**{'perf.precision': precision, 'training.num_steps': steps})
+    Trainer(SynthesisTask(config, strategy), config, str(tmp_path), strategy,
+            verbose=False).train()
+  runs = json.loads((tmp_path / 'run_info.json').read_text())['runs']
+  assert [(r['start_step'], r['end_step'], r['precision']) for r in runs] == [
+      (0, 2, 'float32'), (2, 4, 'mixed_bfloat16')]
+  assert [r['precision_reason'] for r in runs] == ['set by perf.precision'] * 2
+
+
+def test_unreadable_run_record_is_a_clear_error_and_kept(tmp_path):
+  (tmp_path / 'run_info.json').write_text('{not json')
+  strategy = tf.distribute.get_strategy()
+  config = tiny_config()
+  with pytest.raises(ValueError, match='run_info.json is not a run record'):
+    Trainer(SynthesisTask(config, strategy), config, str(tmp_path), strategy,
+            verbose=False).train(2)
+  assert (tmp_path / 'run_info.json').read_text() == '{not json'
+
+
+def test_step_split_counts_the_first_calls_extra_time_outside():
+  # First call: 10 steps + 3 s of tracing; then 0.1 s per step.
+  assert run_info.step_split([(4.0, 10), (1.0, 10), (2.0, 20)]) == pytest.approx((4.0, 3.0))
+  assert run_info.step_split([(4.0, 10)]) == (4.0, 0.0)
+  assert run_info.step_split([]) == (0.0, 0.0)
+  run = run_info.Run('/nonexistent', write=False, log=lambda _: None)
+  run.process_start, run.train_start = 100.0, 105.0
+  run.chunks = [(4.0, 10), (1.0, 10), (2.0, 20)]
+  s = run.summary(now=110.0)
+  assert (s['wall_s'], s['wall_from'], s['train_wall_s'], s['steps']) == (10.0, 'process', 5.0, 40)
+  assert s['step_fraction'] == pytest.approx(0.4) and s['ms_per_step'] == pytest.approx(100.0)
+  line = run_info.summary_line(s)
+  assert line.startswith('wall time 10.0 s (since the process started); training steps 4.0 s = '
+                         '40.0% (40 steps, 100.0 ms each)')
+
+
+def test_script_runs_in_the_precision_of_this_cpu_and_says_so(tmp_path):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
+  result = subprocess.run(
+      [sys.executable, os.path.join(REPO, 'experiments', 'train_synthesis.py'),
+       f'--workdir={tmp_path}', '--config.training.num_steps=2', '--config.model.hat_width=8',
+       '--config.model.gen_width=8', '--config.training.bank_size=64',
+       '--config.training.num_grid_samples=4'],
+      capture_output=True, text=True, env=env, timeout=300)
+  assert result.returncode == 0, result.stderr
+  expected = hardware.resolve_precision('auto', tf.distribute.get_strategy())
+  assert f'precision: {expected[0]} ({expected[1]})' in result.stdout
+  assert 'wall time ' in result.stdout and '(2 steps, ' in result.stdout
+  run = json.loads((tmp_path / 'run_info.json').read_text())['runs'][0]
+  assert run['precision'] == expected[0] and run['end_step'] == 2
+
+
+def test_a_synthesis_run_imports_no_other_experiments_libraries():
+  # TF-GAN and TF Probability (SN-GAN's) cost seconds of start-up a synthesis run does not need.
+  code = ('import sys, ml_collections; from tf_hat_ebm import run_lib; '
+          'cls = run_lib.task_class(ml_collections.ConfigDict({"experiment": "synthesis"})); '
+          'print(cls.__name__, sorted(m for m in ("tensorflow_gan", "tensorflow_probability") '
+          'if m in sys.modules))')
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'), cwd=REPO, timeout=300)
+  assert result.stdout.split() == ['SynthesisTask', '[]'], result.stderr
