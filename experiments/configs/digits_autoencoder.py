@@ -2,12 +2,8 @@
 16x16x1 for 32x32) on the sphere of radius 8; sized for minutes on a 2-core CPU.
 
 The decoder is trained on sphere(E(x) + 0.3 N(0, I)) (training.latent_noise; the release's
-CIFAR-10 autoencoder uses 2e-2). Measured when the input images also got 0.02 noise: with latent
-noise 0, one of the two digits decoders trained by this command had a latent space that gradient
-steps cannot search: descending ||G(z) - x||^2 for a known digit x from a random z on the sphere
-stalled at MSE 0.03 after 200 steps (the other decoder: 0.002), so the retrofit's Langevin chain
-never reached digits and its energies ran away. With 0.3, the same descent reaches MSE 0.001 for
-both seeds tried (test reconstruction MSE 0.0031 instead of 0.0023).
+CIFAR-10 autoencoder uses 2e-2): without it a decoder's latent space can be one that gradient steps
+cannot search, and the retrofit over it runs away (docs/experiments.md).
 """
 from tf_hat_ebm.autoencoder import autoencoder_config
 
