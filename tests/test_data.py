@@ -1,10 +1,15 @@
 """Input pipelines: embedded digits and tfds (mocked), ranges, shapes, splits, errors."""
+import socket
+import time
+
 import numpy as np
 import pytest
+import requests
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from tf_hat_ebm import data
+from tf_hat_ebm import run_lib
 
 from conftest import tiny_config
 
@@ -114,3 +119,56 @@ def test_missing_tfds_data_without_download_is_clear(tmp_path):
   cfg.data_dir = str(tmp_path)
   with pytest.raises(ValueError, match="tfds dataset 'cifar10'.*download is off"):
     data.train_dataset(cfg, 4)
+
+
+def offline_cifar10(tmp_path):
+  cfg = tiny_config().data
+  cfg.name, cfg.image_size, cfg.channels = 'cifar10', 32, 3
+  cfg.data_dir, cfg.download = str(tmp_path / 'tfds'), True
+  return cfg
+
+
+def assert_fast_one_line_download_error(cfg, capsys, reason):
+  start = time.monotonic()
+  with pytest.raises(SystemExit) as exit_info:
+    run_lib.main_guard(lambda: data.train_dataset(cfg, 4))
+  elapsed = time.monotonic() - start
+  err = capsys.readouterr().err
+  # A download that started shows tfds's progress bars first; the error is the last line.
+  lines = [l for l in err.strip().splitlines() if l.startswith('error: ')]
+  assert exit_info.value.code == 1 and len(lines) == 1, err[-2000:]
+  assert err.strip().endswith(lines[0]) and 'Traceback' not in err, err[-2000:]
+  for text in ("'cifar10' could not be downloaded", 'data.download=True', reason,
+               '--config.data.data_dir', 'tfds build cifar10'):
+    assert text in lines[0], (text, lines[0])
+  assert elapsed < 15, elapsed  # tfds's own retries take minutes
+  return elapsed, err
+
+
+def test_download_without_network_fails_at_once_in_one_line(tmp_path, capsys, monkeypatch):
+  def no_network(*args, **kwargs):
+    raise socket.gaierror(-2, 'Name or service not known')
+
+  monkeypatch.setattr(socket, 'create_connection', no_network)
+  _, err = assert_fast_one_line_download_error(offline_cifar10(tmp_path), capsys, 'no network?')
+  assert len(err.strip().splitlines()) == 1, err  # refused before tfds printed anything
+  assert not (tmp_path / 'tfds' / 'downloads').exists()  # tfds never started
+
+
+def test_download_probe_that_hangs_gives_up_after_its_timeout(tmp_path, capsys, monkeypatch):
+  monkeypatch.setattr(socket, 'create_connection', lambda *a, **k: time.sleep(60))
+  monkeypatch.setattr(data, 'PROBE_TIMEOUT', 1.0)
+  elapsed, err = assert_fast_one_line_download_error(offline_cifar10(tmp_path), capsys,
+                                                    'no network?')
+  assert elapsed >= 1.0 and len(err.strip().splitlines()) == 1, (elapsed, err)
+
+
+def test_failed_download_after_the_probe_is_one_line(tmp_path, capsys, monkeypatch):
+  # The probe host answers but the dataset's own host does not: tfds's error, on one line.
+  def unreachable(*args, **kwargs):
+    raise requests.exceptions.ConnectionError('Failed to resolve www.cs.toronto.edu')
+
+  monkeypatch.setattr(data, '_can_connect', lambda address: True)
+  monkeypatch.setattr(requests.Session, 'get', unreachable)
+  assert_fast_one_line_download_error(offline_cifar10(tmp_path), capsys,
+                                      'Failed to resolve www.cs.toronto.edu')

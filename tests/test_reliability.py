@@ -188,6 +188,45 @@ def test_prepare_output_dir_refuses_then_clears_only_owned_entries(tmp_path):
   assert os.path.isdir(tmp_path / 'new' / 'dir')
 
 
+# Runs experiments/export.py with tf.saved_model.save failing half-way through its write.
+FAILING_SAVE = r'''
+import os, runpy, sys
+import tensorflow as tf
+error = sys.argv.pop(1)
+def save(module, output_dir, **kwargs):
+  os.makedirs(os.path.join(output_dir, 'variables'))
+  with open(os.path.join(output_dir, 'variables', 'variables.data-00000-of-00001'), 'wb') as f:
+    f.write(b'half')
+  if error == 'disk_full':
+    raise tf.errors.ResourceExhaustedError(None, None, 'No space left on device')
+  raise KeyboardInterrupt
+tf.saved_model.save = save
+sys.argv[0] = os.path.join(os.environ['PYTHONPATH'], 'experiments', 'export.py')
+runpy.run_path(sys.argv[0], run_name='__main__')
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('error,code,text', [('disk_full', 1, 'out of space or memory'),
+                                             ('interrupt', 130, 'interrupted')])
+def test_failed_export_removes_its_staging_dir_and_keeps_the_old_export(
+    error, code, text, trained_workdir, tmp_path):
+  output = tmp_path / 'export'
+  (output / 'variables').mkdir(parents=True)
+  for name in ('saved_model.pb', 'variables/variables.index'):
+    (output / name).write_bytes(b'old ' + name.encode())
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', PYTHONPATH=REPO)
+  command = [sys.executable, '-c', FAILING_SAVE, error, f'--workdir={trained_workdir}',
+             f'--output={output}', '--overwrite']
+  result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+  assert_one_line_error(result, text, code=code)
+  assert sorted(os.listdir(tmp_path)) == ['export']  # no export.export-tmp left behind
+  assert sorted(os.listdir(output)) == ['saved_model.pb', 'variables']
+  assert (output / 'saved_model.pb').read_bytes() == b'old saved_model.pb'
+  assert os.listdir(output / 'variables') == ['variables.index']
+  assert (output / 'variables' / 'variables.index').read_bytes() == b'old variables/variables.index'
+
+
 def test_result_file_is_never_replaced_by_nan_or_silently(tmp_path):
   path = str(tmp_path / 'fid.json')
   run_lib.write_json(path, {'fid': 1.5})

@@ -62,7 +62,48 @@ def load_config(workdir):
                      'the training config (ConfigDict.to_json_best_effort)') from e
   if not isinstance(config, dict):
     raise ValueError(f'{path} holds a JSON {type(config).__name__}, not a config object')
+  defaults = default_config(config.get('experiment', 'synthesis'))
+  if defaults is not None:
+    defaults = defaults.to_dict()
+    for section, fields in IMPLICIT_BEFORE.items():
+      defaults[section].update(fields)
+    filled = fill_missing(config, defaults)
+    if filled:
+      logging.warning('%s was written by an older version: defaults filled in for %s', path,
+                      ', '.join(filled))
   return ml_collections.ConfigDict(config)
+
+
+# Fields whose default changed when they were added: a config.json written before they existed
+# gets the value the run was trained with (Mimicry's initialisation), not today's default.
+IMPLICIT_BEFORE = {'model': {'init': 'mimicry'}}
+
+
+def default_config(experiment):
+  """The default config of an experiment kind (the schema of its config.json), or None."""
+  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm import autoencoder
+  from tf_hat_ebm import config as config_lib
+  from tf_hat_ebm import refinement
+  from tf_hat_ebm import sngan
+  makers = {'synthesis': config_lib.base_config, 'joint': refinement.joint_config,
+            'sngan': sngan.sngan_config, 'autoencoder': autoencoder.autoencoder_config}
+  return makers[experiment]() if experiment in makers else None
+
+
+def fill_missing(config, defaults, prefix=''):
+  """Adds the fields of `defaults` that the dict `config` lacks, in place; their dotted names.
+
+  Values present in `config` stay as they are, and so do fields `defaults` does not know.
+  """
+  filled = []
+  for name, value in defaults.items():
+    if name not in config:
+      config[name] = value
+      filled.append(prefix + name)
+    elif isinstance(value, dict) and isinstance(config[name], dict):
+      filled += fill_missing(config[name], value, f'{prefix}{name}.')
+  return filled
 
 
 def list_checkpoints(ckpt_dir):

@@ -3,6 +3,9 @@
 Every pipeline is built per input pipeline from a `tf.distribute.InputContext` (sharded by
 pipeline id, batched to the per-replica batch with drop_remainder=True so shapes are static for TPU).
 """
+import socket
+import threading
+
 import numpy as np
 import tensorflow as tf
 
@@ -106,6 +109,54 @@ def preprocess_fn(cfg, training):
   return fn
 
 
+# tfds looks for a prepared copy on Google Cloud Storage before the dataset's own URLs: if this
+# host cannot be reached there is no network, and tfds would retry for minutes before failing.
+TFDS_PROBE_HOST = ('storage.googleapis.com', 443)
+PROBE_TIMEOUT = 5.0  # seconds
+
+
+def _can_connect(address):
+  """Whether a TCP connection to address opens within PROBE_TIMEOUT (name lookup included)."""
+  timeout, result = PROBE_TIMEOUT, []
+
+  def connect():
+    try:
+      socket.create_connection(address, timeout=timeout).close()
+      result.append(True)
+    except OSError:
+      result.append(False)
+
+  # A thread, because socket timeouts do not cover the name lookup, which can hang on its own.
+  thread = threading.Thread(target=connect, daemon=True)
+  thread.start()
+  thread.join(timeout)
+  return bool(result and result[0])
+
+
+def _download_error(cfg, reason):
+  return ValueError(
+      f'tfds dataset {cfg.name!r} could not be downloaded (data.download=True): {reason}; set '
+      '--config.data.data_dir to a directory holding a prepared copy (and data.download=False), '
+      f'or prepare it on a machine with network (tfds build {cfg.name} --data_dir=DIR) and copy '
+      'DIR here')
+
+
+def _download_and_prepare(cfg, builder, download_config):
+  """builder.download_and_prepare, failing in seconds with one line when offline."""
+  import requests  # pylint: disable=g-import-not-at-top
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  # A prepared copy needs no network; a manual dataset (imagenet2012) is read from manual_dir.
+  if not builder.is_prepared() and not builder.MANUAL_DOWNLOAD_INSTRUCTIONS:
+    host = f'{TFDS_PROBE_HOST[0]}:{TFDS_PROBE_HOST[1]}'
+    if not _can_connect(TFDS_PROBE_HOST):
+      raise _download_error(cfg, f'cannot reach {host} within {PROBE_TIMEOUT:g} s (no network?)')
+  try:
+    builder.download_and_prepare(download_config=download_config)
+  except (requests.exceptions.RequestException, tfds.download.DownloadError) as e:
+    lines = str(e).strip().splitlines()
+    raise _download_error(cfg, lines[0] if lines else type(e).__name__) from e
+
+
 def _tfds_images(cfg, split, input_context, shuffle_files):
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   read_config = tfds.ReadConfig(input_context=input_context, shuffle_seed=cfg.seed)
@@ -120,7 +171,7 @@ def _tfds_images(cfg, split, input_context, shuffle_files):
   try:
     builder = tfds.builder(cfg.name, data_dir=cfg.data_dir or None)
     if cfg.download:
-      builder.download_and_prepare(download_config=download_config)
+      _download_and_prepare(cfg, builder, download_config)
     ds = builder.as_dataset(split=split, shuffle_files=shuffle_files, read_config=read_config)
   except (tfds.core.registered.DatasetNotFoundError, AssertionError, FileNotFoundError) as e:
     first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
