@@ -107,6 +107,35 @@ def test_config_check_runs_when_the_state_file_is_missing(four_steps, tmp_path):
     make_trainer(workdir, other).train(6)
 
 
+@pytest.mark.parametrize('toggled', [False, True])
+def test_checkpoint_data_iterator_toggled_on_resume_names_the_field(four_steps, tmp_path, toggled):
+  workdir = copy_of(four_steps, tmp_path)
+  saved = tiny_config().training.checkpoint_data_iterator
+  if toggled:  # the checkpoints were written with the other value
+    config = json.loads((workdir / 'config.json').read_text())
+    config['training']['checkpoint_data_iterator'] = not saved
+    (workdir / 'config.json').write_text(json.dumps(config))
+    saved = not saved
+  other = tiny_config(**{'training.checkpoint_data_iterator': not saved})
+  before = listing(workdir)
+  with pytest.raises(ValueError, match=rf'training.checkpoint_data_iterator was {saved} when the '
+                     rf'checkpoints .* --config.training.checkpoint_data_iterator={saved}$'):
+    make_trainer(workdir, other, allow_config_change=True).train(6)
+  assert listing(workdir) == before
+
+
+def test_older_config_json_resumes(four_steps, tmp_path):
+  """A config.json without fields added since (model.init, optim.hat_clip_mode) still resumes."""
+  workdir = copy_of(four_steps, tmp_path)
+  config = json.loads((workdir / 'config.json').read_text())
+  del config['optim']['hat_clip_mode']
+  config['model'].pop('init', None)
+  (workdir / 'config.json').write_text(json.dumps(config))
+  trainer = make_trainer(workdir, tiny_config(**{'model.init': 'mimicry'}))
+  trainer.train(5)
+  assert trainer.resumed_at == 4
+
+
 def test_workdir_lock_refuses_a_second_run_and_takes_over_a_stale_one(four_steps, tmp_path):
   workdir = copy_of(four_steps, tmp_path)
   lock = workdir / workdir_lib.LOCK_NAME

@@ -208,9 +208,16 @@ class Trainer:
     path = os.path.join(self.workdir, 'config.json')
     # Any checkpoint file counts, not only one the state file names (it may be damaged).
     if tf.io.gfile.exists(path) and workdir_lib.checkpoint_steps(self.ckpt_dir):
-      with tf.io.gfile.GFile(path) as f:
-        previous = json.load(f)
+      # Through load_config: a config.json of an older version gets the defaults it ran with.
+      from tf_hat_ebm import checkpoints  # pylint: disable=g-import-not-at-top
+      previous = checkpoints.load_config(self.workdir).to_dict()
       current = json.loads(self.config.to_json_best_effort())
+      saved = _lookup(previous, 'training.checkpoint_data_iterator')
+      if saved is not None and saved != self.config.training.checkpoint_data_iterator:
+        # The checkpoints do (or do not) hold the input position: they restore only as written.
+        raise ValueError(f'training.checkpoint_data_iterator was {saved} when the checkpoints of '
+                         f'{self.workdir} were written; resume with '
+                         f'--config.training.checkpoint_data_iterator={saved}')
       changed = [f'{k}: {_lookup(previous, k)!r} -> {_lookup(current, k)!r}'
                  for k in STRUCTURAL_KEYS if _lookup(previous, k) != _lookup(current, k)]
       if changed and not self.allow_config_change:
