@@ -141,8 +141,7 @@ def _joint_generator(config, generator, decoder, encoder, generator_workdir):
     # The release's generators keep batch-norm statistics 0 / 1 (epsilon 1e-3) and come without
     # a discriminator, so DDLS is not available on an imported refinement run.
     config.model.gen_batch_stats = False
-    if 'disc_width' in config.model:
-      del config.model['disc_width']
+    config.model.disc_width = 0  # no discriminator (0 survives the defaults of load_config)
     model = load_release_weights(
         nets.make_generator(config.model, data.image_size, data.channels), generator)
     gen_config = sngan.sngan_config()

@@ -242,7 +242,7 @@ def load_pretrained(workdir, config_model, image_size, channels):
   check_generator_checkpoint(latest, config_model, image_size, channels)
   generator = nets.make_generator(config_model, image_size, channels)
   discriminator = (make_discriminator(config_model, image_size, channels)
-                   if 'disc_width' in config_model else None)
+                   if config_model.get('disc_width') else None)  # 0: none (an imported G)
   items = dict(generator=generator)
   if discriminator is not None:
     items['discriminator'] = discriminator
