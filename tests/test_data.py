@@ -156,7 +156,9 @@ def test_download_without_network_fails_at_once_in_one_line(tmp_path, capsys, mo
 
 
 def test_download_probe_that_hangs_gives_up_after_its_timeout(tmp_path, capsys, monkeypatch):
-  monkeypatch.setattr(socket, 'create_connection', lambda *a, **k: time.sleep(60))
+  # Sleeps past the test, then hands back a socket the probe thread can close quietly.
+  monkeypatch.setattr(socket, 'create_connection',
+                      lambda *a, **k: time.sleep(60) or socket.socket())
   monkeypatch.setattr(data, 'PROBE_TIMEOUT', 1.0)
   elapsed, err = assert_fast_one_line_download_error(offline_cifar10(tmp_path), capsys,
                                                     'no network?')
