@@ -7,12 +7,13 @@ tasks only need to register themselves.
 import dataclasses
 import json
 import os
-import re
 from typing import Any, Optional
 
 from absl import logging
 import ml_collections
 import tensorflow as tf
+
+from tf_hat_ebm import workdir as workdir_lib
 
 
 def _build_synthesis(config, strategy):
@@ -107,17 +108,13 @@ def fill_missing(config, defaults, prefix=''):
 
 
 def list_checkpoints(ckpt_dir):
-  """Steps N of the ckpt-N checkpoints in ckpt_dir (those with an .index file), ascending.
+  """Steps N of the ckpt-N checkpoints in ckpt_dir that can be restored (an .index), ascending.
 
   Independent of the `checkpoint` state file, so a lost or garbled state file still shows what
   can be restored.
   """
-  steps = []
-  for name in tf.io.gfile.listdir(ckpt_dir) if tf.io.gfile.isdir(ckpt_dir) else []:
-    match = re.fullmatch(r'ckpt-(\d+)\.index', name)
-    if match:
-      steps.append(int(match.group(1)))
-  return sorted(steps)
+  return sorted(s for s in workdir_lib.checkpoint_steps(ckpt_dir)
+                if tf.io.gfile.exists(os.path.join(ckpt_dir, f'ckpt-{s}.index')))
 
 
 def _state_file_checkpoint(ckpt_dir):
@@ -142,7 +139,7 @@ def resolve_checkpoint(workdir, checkpoint=None):
   present = ', '.join(f'ckpt-{s}' for s in steps) or 'none'
   if checkpoint is not None:
     checkpoint = str(checkpoint)
-    path = os.path.join(ckpt_dir, f'ckpt-{checkpoint}') if checkpoint.isdigit() else checkpoint
+    path = workdir_lib.resolve_checkpoint(ckpt_dir, checkpoint)
     if not tf.io.gfile.exists(path + '.index'):
       raise ValueError(f'--checkpoint={checkpoint}: no checkpoint {path} (.index missing); '
                        f'checkpoints in {ckpt_dir}: {present}')
