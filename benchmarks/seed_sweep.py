@@ -68,7 +68,7 @@ def sweep_seed(args, seed):
   os.makedirs(seed_dir, exist_ok=True)
   row = dict(seed=seed)
   overrides = [f'--config.{o}' for o in args.override]
-  generator_dir = previous = None
+  generator_dir = None
   for stage, script, config in CHAINS[args.chain]:
     workdir = os.path.join(seed_dir, stage)
     cmd = [sys.executable, os.path.join('experiments', script),
@@ -86,18 +86,18 @@ def sweep_seed(args, seed):
     if code != 0:
       row.update(failed=f'{stage} exit {code} (see {log})', guard_fired=guard_fired(log))
       return row
-    previous, generator_dir = generator_dir, workdir
+    generator_dir = workdir
   row['guard_fired'] = guard_fired(log)
   diffs = scalar_series(workdir, 'energy_diff')
   if diffs:
     warm = diffs[-1][0] * args.warmup
     row['final_energy_diff'] = diffs[-1][1]
     row['max_abs_energy_diff_after_warmup'] = max(abs(v) for s, v in diffs if s >= warm)
-  row.update(score(args, workdir, seed_dir, generator_dir=previous))
+  row.update(score(args, workdir, seed_dir))
   return row
 
 
-def score(args, workdir, seed_dir, generator_dir=None):
+def score(args, workdir, seed_dir):
   """Small-data FIDs (digits classifier) of the run's samples and of the test split."""
   if args.chain == 'synth':
     cmd = [sys.executable, 'experiments/evaluate_fid.py', f'--workdir={workdir}',
@@ -109,11 +109,9 @@ def score(args, workdir, seed_dir, generator_dir=None):
       result = json.load(f)
     return dict(fid_x=result['hat_ebm'], fid_g=result['generator'],
                 fid_test=result['data_test_vs_train'])
-  config = os.path.join(CONFIGS, CHAINS[args.chain][-1][2])
-  cmd = [sys.executable, 'experiments/sample_refinement.py', f'--config={config}',
-         f'--workdir={workdir}', f'--fid_samples={args.fid_samples}',
-         f'--fid_runs={args.fid_runs}', f'--config.generator.path={generator_dir}']
-  cmd += [f'--config.{o}' for o in args.override]
+  # The run's config (generator path and overrides included) comes from its workdir.
+  cmd = [sys.executable, 'experiments/sample_refinement.py', f'--workdir={workdir}',
+         f'--fid_samples={args.fid_samples}', f'--fid_runs={args.fid_runs}']
   code, _ = run(cmd, os.path.join(seed_dir, 'compare.log'))
   if code != 0:
     return dict(failed=f'sample_refinement exit {code}')

@@ -47,7 +47,7 @@ def synthesis_rows(run, net, train, num_samples):
   module = export.build_module(run)
   fids = fid.sample_fids(module, net, train, num_samples, FLAGS.batch_size, FLAGS.runs,
                          FLAGS.seed)
-  s = run.task.sampling_settings
+  s = run.model.sampling
   chain = f'K={s.steps}, eps={s.step_size:g}, T={s.temperature:g}, Y0 scale={s.init_scale:g}'
   rows = [('hat_ebm', 'Hat EBM samples X = G(Z) + Y'), ('generator', 'generator alone G(Z)')]
   return rows, fids, chain
@@ -55,13 +55,13 @@ def synthesis_rows(run, net, train, num_samples):
 
 def joint_rows(run, net, train, num_samples):
   """The same for a joint run: G(Z0), DDLS (when there is a D) and the Hat EBM, from one Z0."""
-  sampler = compare.make_sampler(run.task, run.config)
-  fids = compare.method_fids(run.task, sampler, net, train, num_samples, FLAGS.runs, FLAGS.seed,
+  sampler = compare.make_sampler(run)
+  fids = compare.method_fids(run.model, sampler, net, train, num_samples, FLAGS.runs, FLAGS.seed,
                              FLAGS.batch_size, verbose=True)
   gan = {'sngan': 'SN-GAN', 'autoencoder': 'decoder'}.get(run.config.generator.source, 'generator')
   rows = [('generator', f'{gan} G(Z0)'), ('ddls', 'DDLS (Langevin in z, SN-GAN D)'),
           ('hat_ebm', 'Hat EBM X = G(Z_K) + Y_K')]
-  s, d = run.task.sampling_settings, run.config.ddls
+  s, d = run.model.sampling, run.config.ddls
   chain = (f'K={s.steps}, eps_y={s.step_size:g}, eps_z={s.latent_step_size:g}, '
            f'T={s.temperature:g}, prior sigma={s.prior_sigma}; DDLS K={d.steps}, '
            f'eps={d.step_size:g}')

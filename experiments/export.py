@@ -52,7 +52,7 @@ def main(argv):
       tf.io.gfile.rename(os.path.join(staging, name.rstrip('/')),
                          os.path.join(output, name.rstrip('/')))
     tf.io.gfile.rmtree(staging)
-    s = loaded.task.sampling_settings
+    s = loaded.model.sampling
     print(f'Exported step {loaded.step} of {FLAGS.workdir} to {output}\n'
           f'  sample(num_samples, seed): K={s.steps}, eps={s.step_size:g}, T={s.temperature:g}, '
           f'Y0 scale={s.init_scale:g}; images {module.expected_shape} in [-1, 1]\n'

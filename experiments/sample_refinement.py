@@ -1,8 +1,9 @@
 r"""Side-by-side samples of a joint Hat EBM run: the generator alone, DDLS and the Hat EBM.
 
-  python experiments/sample_refinement.py                       # digits_refine: SN-GAN, DDLS, Hat EBM
-  python experiments/sample_refinement.py --config=experiments/configs/digits_retrofit.py
-                                           # decoder of N(0, I) latents and Hat EBM (no D: no DDLS)
+  python experiments/sample_refinement.py --workdir=workdir/digits_refine    # SN-GAN, DDLS, Hat EBM
+  python experiments/sample_refinement.py --workdir=workdir/digits_retrofit  # decoder, Hat EBM
+
+The run's config comes from its workdir (config.json), as for every evaluation script.
 
 All three start from the same latents Z0 ~ N(0, I): G(Z0); DDLS (Langevin in z on
 ||z||^2/2 - D(G(z)), config.ddls); the Hat EBM's joint chain (config.sampling), X = G(Z_K) + Y_K.
@@ -13,19 +14,19 @@ std), the classifier confidence, a digit Inception-Score analogue and the neares
 with the real test digits as the reference row.
 """
 import os
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep the console for progress and errors
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # keep the console for progress and errors
 
-from absl import flags
-from ml_collections import config_flags
-import numpy as np
+from absl import flags  # noqa: E402
+import numpy as np  # noqa: E402
 
-from tf_hat_ebm import images as images_lib
-from tf_hat_ebm import run_lib
-from tf_hat_ebm.evaluation import compare
-from tf_hat_ebm.evaluation import features
+from tf_hat_ebm import checkpoints  # noqa: E402
+from tf_hat_ebm import images as images_lib  # noqa: E402
+from tf_hat_ebm import run_lib  # noqa: E402
+from tf_hat_ebm.evaluation import compare  # noqa: E402
+from tf_hat_ebm.evaluation import features  # noqa: E402
 
-_CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configs')
-flags.DEFINE_string('workdir', None, 'Run directory (default: workdir/<config name>).')
+flags.DEFINE_string('workdir', None, 'Workdir of a joint (refinement or retrofit) training run.',
+                    required=True)
 flags.DEFINE_string('out', None, 'Output directory (default: <workdir>/compare).')
 flags.DEFINE_integer('num', 100, 'Samples per method.', lower_bound=1)
 flags.DEFINE_integer('seed', 0, 'Seed of Z0 and of the chains.', lower_bound=0)
@@ -40,12 +41,6 @@ FLAGS = flags.FLAGS
 OWNED = ('generator.png', 'ddls.png', 'hat_ebm.png', 'side_by_side.png', 'scores.json')
 
 
-def define_config_flag():
-  # Under run_lib.run's guard: ml_collections reads the --config overrides when it is defined.
-  config_flags.DEFINE_config_file('config', os.path.join(_CONFIGS, 'digits_refine.py'),
-                                  'Config of the joint Hat EBM run.', lock_config=True)
-
-
 def write(samples, out_dir):
   grids = {name: images_lib.grid(images_lib.to_uint8(x)) for name, x in samples.items()}
   for name, image in grids.items():
@@ -58,18 +53,20 @@ def write(samples, out_dir):
 
 def main(argv):
   del argv
-  config = FLAGS.config
-  workdir = FLAGS.workdir or os.path.join('workdir', config.name)
+  workdir = FLAGS.workdir
   out_dir = FLAGS.out or os.path.join(workdir, 'compare')
 
   def run():
     if FLAGS.fid_samples == 1:
       raise ValueError('--fid_samples must be 0 (no FID) or >= 2 (a covariance needs two)')
-    run_lib.validate(config)
     run_lib.check_output_dir(out_dir, FLAGS.overwrite, 'out')  # before any work
-    task, step = compare.load_task(config, workdir, FLAGS.checkpoint)
-    sampler = compare.make_sampler(task, config)
-    samples = compare.sample_all(task, sampler, FLAGS.num, FLAGS.seed, FLAGS.batch_size)
+    loaded = checkpoints.load_run(workdir, checkpoint=FLAGS.checkpoint)
+    config, step = loaded.config, loaded.step
+    if config.experiment != 'joint':
+      raise ValueError(f'--workdir={workdir} holds a {config.experiment} run; this script '
+                       'compares joint (refinement, retrofit) runs: use sample.py')
+    sampler = compare.make_sampler(loaded)
+    samples = compare.sample_all(loaded.model, sampler, FLAGS.num, FLAGS.seed, FLAGS.batch_size)
     run_lib.prepare_output_dir(out_dir, OWNED, FLAGS.overwrite, 'out')
     write(samples, out_dir)
     print(f'{config.name} at step {step}: wrote {", ".join(samples)} and side_by_side.png '
@@ -77,8 +74,9 @@ def main(argv):
     if config.data.name == 'digits':
       net = (features.classifier_features(config.data, workdir)
              if FLAGS.fid_samples > 0 else None)
-      table = compare.digits_table(task, sampler, config, samples, net, workdir, FLAGS.fid_samples,
-                           FLAGS.fid_runs, FLAGS.seed, FLAGS.batch_size)
+      table = compare.digits_table(loaded.model, sampler, config, samples, net, workdir,
+                                   FLAGS.fid_samples, FLAGS.fid_runs, FLAGS.seed,
+                                   FLAGS.batch_size)
       if FLAGS.fid_samples > 0:
         print(f'FID: {FLAGS.fid_runs} x {FLAGS.fid_samples} samples per method against the '
               f'train split, digits classifier features; lower is better')
@@ -90,4 +88,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  run_lib.run(main, define_config_flag)
+  run_lib.run(main)

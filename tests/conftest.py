@@ -55,7 +55,7 @@ def two_replicas():
 @pytest.fixture(scope='session')
 def trained_workdir(tmp_path_factory):
   """A workdir of tiny_config trained for 2 steps (checkpoint, config.json), for the eval tests."""
-  from tf_hat_ebm.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.tasks.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
   workdir = str(tmp_path_factory.mktemp('trained'))
   config = tiny_config()

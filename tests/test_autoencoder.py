@@ -1,4 +1,5 @@
 """Autoencoder (sphere latent, per-epoch errors) and retrofit over its frozen decoder."""
+import dataclasses
 import os
 import sys
 
@@ -6,8 +7,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import autoencoder
-from tf_hat_ebm import refinement
+from tf_hat_ebm import generators
+from tf_hat_ebm import langevin
+from tf_hat_ebm import nets
+from tf_hat_ebm.tasks import autoencoder
+from tf_hat_ebm.tasks import joint
 from tf_hat_ebm.trainer import Trainer
 
 from conftest import CONFIGS
@@ -20,20 +24,20 @@ def _load(name):
 
 def test_sphere_projection_has_norm_sqrt_m():
   z = tf.random.normal([3, 16, 16, 1]) * tf.constant([[[[0.1]]], [[[1.0]]], [[[50.0]]]])
-  np.testing.assert_allclose(tf.norm(tf.reshape(autoencoder.project_to_sphere(z), [3, -1]),
+  np.testing.assert_allclose(tf.norm(tf.reshape(langevin.project_to_sphere(z), [3, -1]),
                                      axis=1).numpy(), [16.0] * 3, rtol=1e-5)
-  encoder = autoencoder.Encoder(32, 3, 8).build_for_input()
+  encoder = nets.Encoder(32, 3, 8).build_for_input()
   out = encoder(tf.random.normal([2, 32, 32, 3]))
   assert out.shape == (2, 16, 16, 1)
   np.testing.assert_allclose(tf.norm(tf.reshape(out, [2, -1]), axis=1).numpy(), [16.0, 16.0],
                              rtol=1e-5)
-  decoder = autoencoder.Decoder(32, 3, 8).build_for_input()
+  decoder = nets.Decoder(32, 3, 8).build_for_input()
   assert decoder(out).shape == (2, 32, 32, 3)
 
 
 def test_latent_noise_perturbs_on_the_sphere():
   rng = tf.random.Generator.from_seed(0)
-  z = autoencoder.project_to_sphere(tf.random.normal([500, 8, 8, 1]))
+  z = langevin.project_to_sphere(tf.random.normal([500, 8, 8, 1]))
   assert autoencoder.perturb_latent(z, 0.0, rng) is z
   noisy = autoencoder.perturb_latent(z, 0.3, rng)
   flat = tf.reshape(noisy, [500, -1])
@@ -115,18 +119,18 @@ def test_retrofit_keeps_the_decoder_frozen(trained_autoencoder, tmp_path):
   ae_workdir, ae_task, _, _ = trained_autoencoder
   config = retrofit_config(ae_workdir)
   strategy = tf.distribute.get_strategy()
-  task = refinement.JointTask(config, strategy)
+  task = joint.JointTask(config, strategy)
   z = tf.random.normal([2, 8, 8, 1])
-  # digits_retrofit keeps the chain's latents on the decoder's sphere (radius 8): G(z) = G(3z)
-  assert config.generator.latent_sphere
-  on_sphere = ae_task.decoder(autoencoder.project_to_sphere(z)).numpy()
-  np.testing.assert_allclose(task.generator(z).numpy(), on_sphere, rtol=1e-5, atol=1e-6)
-  np.testing.assert_allclose(task.generator(3.0 * z).numpy(), on_sphere, rtol=1e-5, atol=1e-5)
-  plain = refinement.load_generator(retrofit_config(ae_workdir,
-                                                    **{'generator.latent_sphere': False}))[0]
-  np.testing.assert_allclose(plain(3.0 * z).numpy(), ae_task.decoder(3.0 * z).numpy(),
-                             rtol=1e-5, atol=1e-6)
-  assert not np.allclose(plain(3.0 * z).numpy(), on_sphere, atol=1e-3)
+  np.testing.assert_allclose(task.generator(z).numpy(), ae_task.decoder(z).numpy(), rtol=1e-5,
+                             atol=1e-6)
+  # digits_retrofit's chains keep the latents on the decoder's sphere (radius 8) at every step
+  assert config.langevin.latent_sphere and config.sampling.latent_sphere
+  z_k = langevin.sample(task.hat, task.generator, tf.random.Generator.from_seed(0),
+                        task.settings, batch_size=3)[0]
+  np.testing.assert_allclose(tf.norm(tf.reshape(z_k, [3, -1]), axis=1).numpy(), 8.0, rtol=1e-5)
+  free = langevin.sample(task.hat, task.generator, tf.random.Generator.from_seed(0),
+                         dataclasses.replace(task.settings, latent_sphere=False), batch_size=3)[0]
+  assert not np.allclose(tf.norm(tf.reshape(free, [3, -1]), axis=1).numpy(), 8.0, rtol=1e-3)
   before = [v.numpy().copy() for v in task.generator.model.variables]
   metrics = Trainer(task, config, str(tmp_path), strategy, verbose=False).train(2)
   assert all(np.isfinite(v) for v in metrics.values())
@@ -139,4 +143,4 @@ def test_retrofit_rejects_an_autoencoder_of_other_shapes(trained_autoencoder):
                                                       'model.gen_width': 16})
   with pytest.raises(ValueError, match=r'it has image 16x16x1, decoder width 8, latent \[8, 8, 1\]; '
                      r'config expects image 32x32x3, decoder width 16, latent \[16, 16, 1\]'):
-    refinement.JointTask(config, tf.distribute.get_strategy())
+    joint.JointTask(config, tf.distribute.get_strategy())

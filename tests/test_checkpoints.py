@@ -23,8 +23,8 @@ def test_load_run_restores_the_trained_networks(trained_workdir):
   assert run.config.model.hat_width == 8
   saved = tf.train.load_variable(run.checkpoint,
                                  'hat/head/kernel/.ATTRIBUTES/VARIABLE_VALUE')
-  np.testing.assert_array_equal(run.task.hat.head.kernel.numpy(), saved)
-  assert run.task.bank is None  # inference builds no bank
+  np.testing.assert_array_equal(run.model.hat.head.kernel.numpy(), saved)
+  assert set(run.model.checkpoint_items()) == {'hat', 'generator'}  # no optimizer, no bank
 
 
 def test_missing_workdir_and_checkpoint_are_one_line_errors(trained_workdir, tmp_path):
@@ -57,7 +57,7 @@ def old_workdir(trained_workdir, tmp_path_factory):
 
 
 def test_old_config_json_gets_defaults_for_fields_added_since(old_workdir, trained_workdir, caplog):
-  defaults = config_lib.base_config()
+  defaults = config_lib.defaults('synthesis')
   with caplog.at_level(logging.WARNING):
     config = checkpoints.load_config(old_workdir)
   current = checkpoints.load_config(trained_workdir)
@@ -86,7 +86,7 @@ def test_old_workdir_loads_for_sampling_export_and_evaluation(old_workdir, train
   reference = checkpoints.load_run(trained_workdir)
   assert run.step == 2
   images = np.random.RandomState(0).uniform(-1, 1, [3, 16, 16, 1]).astype(np.float32)
-  np.testing.assert_allclose(run.task.hat(images).numpy(), reference.task.hat(images).numpy())
+  np.testing.assert_allclose(run.model.hat(images).numpy(), reference.model.hat(images).numpy())
   module, reference_module = export.build_module(run), export.build_module(reference)
   np.testing.assert_allclose(module.sample(2, 7)['images'].numpy(),
                              reference_module.sample(2, 7)['images'].numpy(), atol=1e-5)

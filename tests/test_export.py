@@ -68,7 +68,7 @@ def test_round_trip_in_a_process_without_project_code(exported, tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   out = json.loads(result.stdout.strip().splitlines()[-1])
   assert not out['project_imported']
-  expected_energy = run.task.hat(images).numpy()
+  expected_energy = run.model.hat(images).numpy()
   expected_samples = module.sample(3, 7)['images'].numpy()
   for name in ('tf', 'hub'):
     got = out[name]

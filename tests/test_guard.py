@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm.autoencoder import AutoencoderTask
-from tf_hat_ebm.config import base_config
+from tf_hat_ebm.tasks.autoencoder import AutoencoderTask
+from tf_hat_ebm import config as config_lib
 from tf_hat_ebm.guard import RunawayGuard
-from tf_hat_ebm.sngan import SNGANTask
-from tf_hat_ebm.synthesis import SynthesisTask
+from tf_hat_ebm.tasks.sngan import SNGANTask
+from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import RunawayError, Trainer
 
 from conftest import tiny_config
@@ -21,7 +21,7 @@ STRATEGY = tf.distribute.get_strategy()
 
 
 def guard_config(**overrides):
-  cfg = base_config().training.guard
+  cfg = config_lib.defaults('synthesis').training.guard
   cfg.update(overrides)
   return cfg
 

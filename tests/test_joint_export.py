@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
 from tf_hat_ebm import export
-from tf_hat_ebm.refinement import JointTask
+from tf_hat_ebm.tasks.joint import JointTask
 from tf_hat_ebm.trainer import Trainer
 
 from test_refinement import savedmodel_config, saved_decoder  # noqa: F401  pylint: disable=unused-import

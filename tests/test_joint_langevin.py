@@ -70,7 +70,7 @@ def run(settings, noises, z0):
 
 @pytest.mark.parametrize('prior_sigma,max_drift', [(None, None), (0.5, None), (None, 0.01)])
 def test_joint_chain_y_then_z_matches_hand_computation(prior_sigma, max_drift):
-  settings = langevin.JointSettings(steps=3, step_size=0.3, latent_step_size=0.2, temperature=2.0,
+  settings = langevin.ChainSettings(steps=3, step_size=0.3, latent_step_size=0.2, temperature=2.0,
                                     prior_sigma=prior_sigma, max_drift=max_drift)
   rs = np.random.RandomState(0)
   noises = [rs.randn(2).astype(np.float32) for _ in range(6)]   # Y, Z, Y, Z, Y, Z
@@ -90,7 +90,7 @@ def test_joint_chain_y_then_z_matches_hand_computation(prior_sigma, max_drift):
 def test_order_is_y_then_z_and_each_eps_acts_on_its_own_state():
   # One noiseless step: Z's gradient must see the *updated* Y (Y first), and eps1 only moves Y.
   z0 = np.array([1.0, 1.0], np.float32)
-  settings = langevin.JointSettings(steps=1, step_size=0.5, latent_step_size=0.1, temperature=1.0,
+  settings = langevin.ChainSettings(steps=1, step_size=0.5, latent_step_size=0.1, temperature=1.0,
                                     max_drift=None, noise=False)
   z, y, _, diag = run(settings, [], z0)
   y_ref = -0.125 * W * (A @ z0)
@@ -108,7 +108,7 @@ def test_order_is_y_then_z_and_each_eps_acts_on_its_own_state():
 @pytest.mark.parametrize('steps', [1, 3])
 def test_release_order_is_z_then_y(steps):
   # The authors' release: each iteration moves Z first (with the old Y), then Y (with the new Z).
-  settings = langevin.JointSettings(steps=steps, step_size=0.3, latent_step_size=0.2,
+  settings = langevin.ChainSettings(steps=steps, step_size=0.3, latent_step_size=0.2,
                                     temperature=2.0, prior_sigma=0.5, max_drift=0.05,
                                     latent_first=True)
   rs = np.random.RandomState(1)
@@ -128,7 +128,7 @@ def test_release_order_is_z_then_y(steps):
 
 
 def test_no_residual_switch_samples_h_of_g_z_only():
-  settings = langevin.JointSettings(steps=2, step_size=0.3, latent_step_size=0.2, temperature=2.0,
+  settings = langevin.ChainSettings(steps=2, step_size=0.3, latent_step_size=0.2, temperature=2.0,
                                     use_residual=False)
   noises = [np.array([0.3, -0.1], np.float32), np.array([-0.2, 0.4], np.float32)]
   z0 = np.array([0.5, -1.0], np.float32)
@@ -140,7 +140,7 @@ def test_no_residual_switch_samples_h_of_g_z_only():
 
 
 def test_fresh_chain_starts_from_standard_normal_latents_and_zero_residual():
-  settings = langevin.JointSettings(steps=0)
+  settings = langevin.ChainSettings(steps=0)
   z, y, g_z, _ = langevin.sample_joint(QuadraticHat(), LinearGenerator(),
                                        tf.random.Generator.from_seed(1), settings, batch_size=500)
   assert z.shape == (500, 2) and np.all(y.numpy() == 0)
@@ -159,7 +159,7 @@ def test_ddls_energy_and_gradient():
 
 
 def test_ddls_chain():
-  settings = langevin.DDLSSettings(steps=2, step_size=0.1)
+  settings = langevin.ChainSettings(steps=2, step_size=0.1)
   noises = [np.array([[0.3, -0.1]], np.float32), np.array([[-0.2, 0.4]], np.float32)]
   z0 = np.array([0.5, -1.0])
   z, x = langevin.sample_ddls(LinearDiscriminator(), LinearGenerator(), QueueNoise(noises),
@@ -171,11 +171,11 @@ def test_ddls_chain():
   np.testing.assert_allclose(x.numpy().ravel(), A @ z_ref, rtol=1e-5)
 
 
-def test_sphere_generator_keeps_the_chain_on_the_sphere_by_projected_steps():
+def test_latent_sphere_keeps_the_chain_on_the_sphere_by_projected_steps():
   """latent_sphere: Z0 and each Z step are projected onto the sphere of radius sqrt(m) = sqrt(2)."""
   sphere = LinearGenerator()
-  sphere.latent_sphere = True
-  settings = langevin.JointSettings(steps=1, step_size=0.3, latent_step_size=0.2, temperature=2.0)
+  settings = langevin.ChainSettings(steps=1, step_size=0.3, latent_step_size=0.2, temperature=2.0,
+                                    latent_sphere=True)
   noises = [np.array([0.3, -0.1], np.float32), np.array([-0.2, 0.4], np.float32)]
   z0 = np.array([3.0, -4.0], np.float32)  # norm 5: projected to sqrt(2) first
   z, y, _, _ = langevin.sample_joint(QuadraticHat(), sphere,
@@ -188,6 +188,7 @@ def test_sphere_generator_keeps_the_chain_on_the_sphere_by_projected_steps():
                              rtol=1e-5)
   np.testing.assert_allclose(y.numpy().ravel(), y_ref, rtol=1e-5)
   z, _, _, _ = langevin.sample_joint(QuadraticHat(), sphere, tf.random.Generator.from_seed(0),
-                                     langevin.JointSettings(steps=5, latent_step_size=0.5),
+                                     langevin.ChainSettings(steps=5, latent_step_size=0.5,
+                                                            latent_sphere=True),
                                      batch_size=64)
   np.testing.assert_allclose(np.linalg.norm(z.numpy(), axis=1), np.sqrt(2.0), rtol=1e-5)

@@ -76,7 +76,7 @@ def test_energy_gradient_has_temperature_and_prior():
   hat = LinearHat(w)
   g_z = tf.zeros([1, 1, 2, 1])
   y = tf.constant(np.array([0.5, 1.0], np.float32).reshape(1, 1, 2, 1))
-  settings = langevin.LangevinSettings(temperature=0.1, prior_sigma=0.5)
+  settings = langevin.ChainSettings(temperature=0.1, prior_sigma=0.5)
   energy, grad = langevin.residual_energy_and_grad(hat, g_z, y, settings)
   # U = w.y / T + tau ||y||^2, tau = 1 / (2 * 0.25) = 2
   np.testing.assert_allclose(energy.numpy(), [(0.5 - 2.0) / 0.1 + 2 * 1.25], rtol=1e-6)
@@ -86,7 +86,7 @@ def test_energy_gradient_has_temperature_and_prior():
 
 def test_conditional_sampler_matches_hand_computed_chain():
   w = np.array([1.0, -2.0], np.float32).reshape(1, 1, 2, 1)
-  settings = langevin.LangevinSettings(steps=2, step_size=0.2, temperature=0.5, max_drift=0.05,
+  settings = langevin.ChainSettings(steps=2, step_size=0.2, temperature=0.5, max_drift=0.05,
                                        prior_sigma=1.0, noise=True)
   noises = [np.full([1, 1, 2, 1], 0.1, np.float32), np.full([1, 1, 2, 1], -0.2, np.float32)]
   y, diag = langevin.sample_conditional(LinearHat(w), tf.ones([1, 1, 2, 1]), QueueNoise(noises),
@@ -106,20 +106,20 @@ def test_conditional_sampler_matches_hand_computed_chain():
 
 def test_conditional_sampler_noise_off_and_init_scale():
   w = np.ones([1, 2, 2, 1], np.float32)
-  settings = langevin.LangevinSettings(steps=3, step_size=0.1, temperature=1.0, max_drift=None,
+  settings = langevin.ChainSettings(steps=3, step_size=0.1, temperature=1.0, max_drift=None,
                                        noise=False, init_scale=0.0)
   y, _ = langevin.sample_conditional(LinearHat(w), tf.zeros([2, 2, 2, 1]),
                                      tf.random.Generator.from_seed(0), settings)
   np.testing.assert_allclose(y.numpy(), np.full([2, 2, 2, 1], -3 * 0.005), rtol=1e-5)
   rng = tf.random.Generator.from_seed(3)
-  y0 = langevin.initial_residual(rng, [64, 4, 4, 1], langevin.LangevinSettings(init_scale=0.01))
+  y0 = langevin.initial_residual(rng, [64, 4, 4, 1], langevin.ChainSettings(init_scale=0.01))
   assert 0.007 < float(tf.math.reduce_std(y0)) < 0.013
 
 
 @pytest.mark.parametrize('temperature', [1e-3, 1e-8])
 def test_lower_temperature_scales_gradient(temperature):
   w = np.ones([1, 1, 1, 1], np.float32)
-  settings = langevin.LangevinSettings(temperature=temperature)
+  settings = langevin.ChainSettings(temperature=temperature)
   _, grad = langevin.residual_energy_and_grad(LinearHat(w), tf.zeros([1, 1, 1, 1]),
                                               tf.zeros([1, 1, 1, 1]), settings)
   np.testing.assert_allclose(grad.numpy().ravel(), [1.0 / temperature], rtol=1e-6)

@@ -104,6 +104,6 @@ def test_global_clip_differs_from_the_per_variable_per_replica_clip(two_replicas
 
 
 def test_unknown_clip_mode_names_the_field():
-  from tf_hat_ebm.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.tasks.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
   with pytest.raises(ValueError, match=r"optim.gen_clip_mode must be one of .* not 'local'"):
     SynthesisTask(tiny_config(**{'optim.gen_clip_mode': 'local'}), tf.distribute.get_strategy())

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import optim
-from tf_hat_ebm import sngan
+from tf_hat_ebm.tasks import sngan
 
 from test_configs import load
 

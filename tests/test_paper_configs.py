@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import autoencoder
 from tf_hat_ebm import nets
 
 from conftest import CONFIGS
@@ -54,7 +53,7 @@ def test_networks_have_the_release_parameter_counts(name):
   assert config.model.init == 'glorot'
   hat = count(lambda: nets.make_hat(config.model, size, channels))
   if config.get('generator', {}).get('source') == 'autoencoder':
-    generator = count(lambda: autoencoder.make_decoder(config))
+    generator = count(lambda: nets.make_decoder(config))
   else:
     generator = count(lambda: nets.make_generator(config.model, size, channels))
   assert (hat, generator) == PARAMETERS[name]
@@ -63,8 +62,8 @@ def test_networks_have_the_release_parameter_counts(name):
 def test_autoencoder_has_the_release_parameter_counts():
   config = load('cifar10_autoencoder')
   assert config.model.init == 'glorot'
-  assert count(lambda: autoencoder.make_encoder(config)) == ENCODER_32
-  assert count(lambda: autoencoder.make_decoder(config)) == DECODER_32
+  assert count(lambda: nets.make_encoder(config)) == ENCODER_32
+  assert count(lambda: nets.make_decoder(config)) == DECODER_32
 
 
 def test_digits_configs_keep_mimicry_initialisation_and_parameter_counts():

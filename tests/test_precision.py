@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import nets
 from tf_hat_ebm import run_info
-from tf_hat_ebm.synthesis import SynthesisTask
+from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import Trainer
 from tpu_utils import hardware
 

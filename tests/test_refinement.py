@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import refinement
+from tf_hat_ebm import generators
+from tf_hat_ebm.tasks import joint
 from tf_hat_ebm.trainer import Trainer
 
 from conftest import CONFIGS
@@ -60,11 +61,11 @@ def savedmodel_config(path, **overrides):
 def test_refinement_over_a_savedmodel_keeps_the_generator_frozen(saved_decoder, tmp_path):
   config = savedmodel_config(saved_decoder)
   strategy = tf.distribute.get_strategy()
-  task = refinement.JointTask(config, strategy)
+  task = joint.JointTask(config, strategy)
   g_before = [v.numpy().copy() for v in task.generator.model.variables]
   hat_before = [v.numpy().copy() for v in task.hat.trainable_variables]
   metrics = Trainer(task, config, str(tmp_path), strategy, verbose=False).train(2)
-  assert set(metrics) == set(refinement.JointTask.metric_names)
+  assert set(metrics) == set(joint.JointTask.metric_names)
   assert all(np.isfinite(v) for v in metrics.values())
   assert metrics['latent_grad_norm'] > 0 and metrics['residual_grad_norm'] > 0
   for a, b in zip(g_before, task.generator.model.variables):
@@ -83,10 +84,10 @@ def test_generator_that_does_not_match_the_config_fails_naming_both_shapes(saved
   strategy = tf.distribute.get_strategy()
   with pytest.raises(ValueError, match=r'maps latents \[4\] to images \[16, 16, 1\]; the config '
                      r'expects images \[32, 32, 3\]'):
-    refinement.JointTask(savedmodel_config(saved_decoder, **{'data.image_size': 32,
+    joint.JointTask(savedmodel_config(saved_decoder, **{'data.image_size': 32,
                                                              'data.channels': 3}), strategy)
   with pytest.raises(ValueError, match=r'does not accept latents of shape \[5\]'):
-    refinement.JointTask(savedmodel_config(saved_decoder, **{'generator.latent_shape': (5,)}),
+    joint.JointTask(savedmodel_config(saved_decoder, **{'generator.latent_shape': (5,)}),
                          strategy)
 
 
@@ -95,27 +96,27 @@ def test_factory_source_and_config_errors():
                                 'generator.path': 'test_refinement:tiny_decoder',
                                 'generator.latent_shape': (4,),
                                 'generator.output_range': (0.0, 1.0)})
-  generator, discriminator = refinement.load_generator(config)
+  generator, discriminator = generators.load(config)
   assert generator.latent_shape == (4,) and discriminator is None
   assert not generator.model.trainable
   config.generator.path = 'no_such_module:fn'
   with pytest.raises(ValueError, match="cannot import generator factory 'no_such_module:fn'"):
-    refinement.load_generator(config)
+    generators.load(config)
   config.generator.latent_shape = ()
   with pytest.raises(ValueError, match='needs generator.latent_shape'):
-    refinement.load_generator(config)
+    generators.load(config)
 
 
 def test_divergence_rollback_serves_the_joint_task_too(saved_decoder, tmp_path):
   strategy = tf.distribute.get_strategy()
   config = savedmodel_config(saved_decoder)
-  Trainer(refinement.JointTask(config, strategy), config, str(tmp_path), strategy,
+  Trainer(joint.JointTask(config, strategy), config, str(tmp_path), strategy,
           verbose=False).train(2)
   absurd = savedmodel_config(saved_decoder, **{
       'optim.hat_lr': 1e30, 'training.rollback_on_divergence': True,
       'training.rollback_lr_factor': 1e-34, 'training.max_rollbacks': 1,
       'training.num_steps': 4})
-  task = refinement.JointTask(absurd, strategy)
+  task = joint.JointTask(absurd, strategy)
   trainer = Trainer(task, absurd, str(tmp_path), strategy, verbose=False)
   metrics = trainer.train()
   assert trainer._rollbacks == 1  # pylint: disable=protected-access
@@ -125,19 +126,19 @@ def test_divergence_rollback_serves_the_joint_task_too(saved_decoder, tmp_path):
 
 def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved_decoder,
                                                                            tmp_path):
+  from tf_hat_ebm import checkpoints  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm import digits_eval  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import compare  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import features  # pylint: disable=g-import-not-at-top
   config = savedmodel_config(saved_decoder)
   strategy = tf.distribute.get_strategy()
   workdir = str(tmp_path / 'run')
-  with pytest.raises(ValueError, match='no checkpoint in .*: train first'):
-    compare.load_task(config, workdir)
-  Trainer(refinement.JointTask(config, strategy), config, workdir, strategy,
+  Trainer(joint.JointTask(config, strategy), config, workdir, strategy,
           verbose=False).train(2)
-  task, step = compare.load_task(config, workdir)
-  assert step == 2
-  sampler = compare.make_sampler(task, config)
+  run = checkpoints.load_run(workdir)
+  assert run.step == 2
+  task = run.model
+  sampler = compare.make_sampler(run)
   first = compare.sample_all(task, sampler, 6, seed=3, batch_size=4)  # batches of 4 and 2
   assert set(first) == {'generator', 'hat_ebm'}  # no discriminator: no DDLS
   assert all(x.shape == (6, 16, 16, 1) and np.abs(x).max() <= 1.0 for x in first.values())
@@ -166,7 +167,7 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
   import subprocess  # pylint: disable=g-import-not-at-top
   from conftest import REPO  # pylint: disable=g-import-not-at-top
   from test_sngan import tiny_sngan_config  # pylint: disable=g-import-not-at-top
-  from tf_hat_ebm import sngan  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.tasks import sngan  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import features  # pylint: disable=g-import-not-at-top
   strategy = tf.distribute.get_strategy()
   gan_dir, run_dir, cache = (str(tmp_path / d) for d in ('sngan', 'refine', 'cache'))
@@ -175,7 +176,7 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
           verbose=False).train(2)
   config = tiny_joint_config(**{'generator.path': gan_dir, 'model.gen_width': 8,
                                 'model.disc_width': 8, 'model.z_dim': 4, 'ddls.steps': 2})
-  Trainer(refinement.JointTask(config, strategy), config, run_dir, strategy,
+  Trainer(joint.JointTask(config, strategy), config, run_dir, strategy,
           verbose=False).train(2)
   features.classifier_features(config.data, cache, epochs=1, verbose=False)  # cached for the run
   result = subprocess.run(

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import autoencoder
 from tf_hat_ebm import checkpoints
 from tf_hat_ebm import langevin
 from tf_hat_ebm import nets
@@ -35,8 +34,8 @@ NETWORKS = {
     'gen32': lambda: nets.Generator(32, 3, 32, 16, out_factor=2.0),
     'gen64': lambda: nets.Generator(64, 3, 64, 16, out_factor=2.0),
     'gen128': lambda: nets.Generator(128, 3, 64, 16, out_factor=2.0),
-    'decoder32': lambda: autoencoder.Decoder(32, 3, 32, out_factor=2.0),
-    'encoder32': lambda: autoencoder.Encoder(32, 3, 32),
+    'decoder32': lambda: nets.Decoder(32, 3, 32, out_factor=2.0),
+    'encoder32': lambda: nets.Encoder(32, 3, 32),
 }
 
 
@@ -125,8 +124,8 @@ def test_imported_workdir_restores_the_release_networks(tmp_path, name, generato
   run = checkpoints.load_run(workdir)
   assert run.step == config.training.num_steps
   assert run.config.experiment == config.experiment
-  assert_reproduces('hat32', run.task.hat)
-  assert_reproduces(generator, lambda x: run.task.generator(x, training=False))
+  assert_reproduces('hat32', run.model.hat)
+  assert_reproduces(generator, lambda x: run.model.generator(x, training=False))
   if config.experiment == 'joint':
     assert run.config.generator.path == os.path.abspath(os.path.join(workdir, 'generator'))
   with pytest.raises(ValueError, match='already holds a checkpoint'):
@@ -171,9 +170,9 @@ def release_settings(settings):
                 prior_sigma=(np.sqrt(1.0 / (2.0 * settings['tau_res']))
                              if 'tau_res' in settings else None))
   if settings['update_latents']:
-    return langevin.JointSettings(latent_step_size=settings['epsilon_latent'], latent_first=True,
+    return langevin.ChainSettings(latent_step_size=settings['epsilon_latent'], latent_first=True,
                                   **common)
-  return langevin.LangevinSettings(**common)
+  return langevin.ChainSettings(**common)
 
 
 def assert_change_close(ours, start, theirs, what):
@@ -198,7 +197,7 @@ def test_release_chains_are_reproduced(chain):
   settings = release_settings(manifest()[f'chain_{chain}']['settings'])
   ref = np.load(os.path.join(RELEASE, f'chain_{chain}.npz'))
   rng = tf.random.Generator.from_seed(0)  # unused: noise is off
-  if isinstance(settings, langevin.JointSettings):
+  if settings.joint:
     z, y, _, _ = langevin.sample_joint(hat, gen, rng, settings, z0=ref['z0'], y0=ref['y0'])
     assert_change_close(z.numpy(), ref['z0'], ref['z'], 'z')
   else:

@@ -19,7 +19,8 @@ import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
 from tf_hat_ebm import export
-from tf_hat_ebm import refinement
+from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import generators
 from tf_hat_ebm import run_lib
 from tpu_utils.strategy import check_batch_split
 
@@ -344,8 +345,8 @@ NOT_A_FUNCTION = 3
     ('factory_returns_none', 'returned NoneType, not a callable model'),
     ('NOT_A_FUNCTION', 'is a int, not a function')])
 def test_generator_factory_failures_name_the_factory(name, message):
-  config = refinement.joint_config()
+  config = config_lib.defaults('joint')
   config.generator.source, config.generator.path = 'factory', f'test_reliability:{name}'
   config.generator.latent_shape = (4,)
   with pytest.raises(ValueError, match=f"generator factory 'test_reliability:{name}' {message}"):
-    refinement.load_generator(config)
+    generators.load(config)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm.synthesis import SynthesisTask
+from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import DivergenceError, Trainer
 from tf_hat_ebm import workdir as workdir_lib
 

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import sngan
+from tf_hat_ebm import generators
+from tf_hat_ebm import nets
+from tf_hat_ebm.tasks import sngan
 from tf_hat_ebm.trainer import Trainer
 
 from conftest import CONFIGS
@@ -52,12 +54,13 @@ def test_discriminator_step_raises_d_on_data_and_lowers_it_on_samples():
   task.discriminator_step(real, fake)
   after = [float(tf.reduce_mean(task.discriminator(x))) for x in (real, fake)]
   assert after[0] > before[0] and after[1] < before[1]
-  assert int(task.disc_opt.iterations.numpy()) == 1 and int(task.gen_opt.iterations.numpy()) == 0
+  assert int(task.optimizers['disc'].iterations.numpy()) == 1
+  assert int(task.optimizers['gen'].iterations.numpy()) == 0
 
 
 @pytest.mark.parametrize('image_size,positions', [(16, 16), (32, 64), (64, 4)])
 def test_discriminator_head_sees_the_spatial_sum_as_mimicry(image_size, positions):
-  d = sngan.SNDiscriminator(image_size, 3, 32).build_for_input()
+  d = nets.SNDiscriminator(image_size, 3, 32).build_for_input()
   x = tf.random.stateless_normal([2, image_size, image_size, 3], [0, 1])
   h = x
   for block in d.blocks:
@@ -70,7 +73,7 @@ def test_discriminator_head_sees_the_spatial_sum_as_mimicry(image_size, position
 
 
 def test_spectral_norm_bounds_the_kernel():
-  layer = sngan.SpectralNormalization(tf.keras.layers.Dense(3), power_iterations=20)
+  layer = nets.SpectralNormalization(tf.keras.layers.Dense(3), power_iterations=20)
   layer(tf.ones([1, 5]), training=True)
   layer.kernel.assign(layer.kernel * 10.0)
   tf.function(lambda x: layer(x, training=True))(tf.ones([1, 5]))  # graph-safe
@@ -86,15 +89,17 @@ def test_training_saves_g_and_d_and_loader_rejects_a_mismatch(tmp_path):
   metrics = trainer.train(2)
   assert set(metrics) == set(sngan.SNGANTask.metric_names)
   assert all(np.isfinite(v) for v in metrics.values())
-  assert int(task.gen_opt.iterations.numpy()) == 2 and int(task.disc_opt.iterations.numpy()) == 4
+  assert int(task.optimizers['gen'].iterations.numpy()) == 2
+  assert int(task.optimizers['disc'].iterations.numpy()) == 4
   assert sorted(os.listdir(tmp_path / 'samples')) == ['samples_0000002.png']
-  g, d = sngan.load_pretrained(str(tmp_path), config.model, 16, 1)
+  g, d = generators.load_sngan(str(tmp_path), config)
   z = tf.random.normal([2, 4])
   np.testing.assert_allclose(g(z).numpy(), task.generator(z).numpy(), rtol=1e-5, atol=1e-6)
   assert not g.trainable and not d.trainable
   x = tf.random.normal([2, 16, 16, 1])
   np.testing.assert_allclose(d(x).numpy(), task.discriminator(x).numpy(), rtol=1e-5, atol=1e-6)
-  wrong = tiny_sngan_config(**{'model.z_dim': 8, 'model.gen_width': 16})
+  wrong = tiny_sngan_config(**{'model.z_dim': 8, 'model.gen_width': 16, 'data.image_size': 32,
+                               'data.channels': 3})
   with pytest.raises(ValueError, match=r'checkpoint has image 16x16x1, generator width 8, '
                      r'latent \[4\]; config expects image 32x32x3, generator width 16, latent \[8\]'):
-    sngan.load_pretrained(str(tmp_path), wrong.model, 32, 3)
+    generators.load_sngan(str(tmp_path), wrong)

@@ -6,7 +6,7 @@ import tensorflow as tf
 from tf_hat_ebm import flops
 from tf_hat_ebm import langevin
 from tf_hat_ebm import nets
-from tf_hat_ebm.synthesis import SynthesisTask
+from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import Trainer
 
 from conftest import tiny_config
@@ -36,7 +36,7 @@ def test_g_once_per_chain_equals_recomputing_it_every_step():
   hat = nets.HatNetwork(16, 1, 8).build_for_input()
   gen = nets.Generator(16, 1, 8, 4, out_factor=2.0).build_for_input()
   z = tf.random.stateless_normal([3, 4], [1, 2])
-  settings = langevin.LangevinSettings(steps=4, step_size=5e-3, temperature=1e-2, max_drift=0.5)
+  settings = langevin.ChainSettings(steps=4, step_size=5e-3, temperature=1e-2, max_drift=0.5)
   y_fast, d_fast = langevin.sample_conditional(hat, gen(z), tf.random.Generator.from_seed(5),
                                                settings)
   y_plain, d_plain = langevin.sample_conditional(hat, gen(z), tf.random.Generator.from_seed(5),

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import run_lib
-from tf_hat_ebm.synthesis import SynthesisTask
+from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import DivergenceError, Trainer
 
 from conftest import REPO, tiny_config
@@ -71,7 +71,7 @@ def test_resume_restores_every_piece_of_state(tmp_path):
   for k in saved:
     for a, b in zip(saved[k], restored[k]):
       np.testing.assert_array_equal(a, b, err_msg=k)
-  assert int(second.hat_opt.iterations.numpy()) == 4
+  assert int(second.optimizers['hat'].iterations.numpy()) == 4
   # and training continues from there to the requested end
   trainer2.train(6)
   assert int(trainer2.step.numpy()) == 6

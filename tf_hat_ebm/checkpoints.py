@@ -1,8 +1,8 @@
-"""Loading a trained run back from its workdir: config.json, the task, the latest checkpoint.
+"""Reading a trained run back: config.json, its checkpoints, the one restore of saved networks.
 
-Evaluation, export and sampling all start here, whatever the experiment: `TASK_BUILDERS` maps
-`config.experiment` to a function that builds the task for inference, so refinement and retrofit
-tasks only need to register themselves.
+Evaluation, export and sampling load a run with `load_run`, whatever the experiment: the registry
+builds the experiment's inference model (networks only, no optimizer slots or bank) and
+`restore` fills it; the frozen generators of joint runs (generators.py) are restored the same way.
 """
 import dataclasses
 import json
@@ -13,37 +13,15 @@ from absl import logging
 import ml_collections
 import tensorflow as tf
 
+from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import workdir as workdir_lib
-
-
-def _build_synthesis(config, strategy):
-  from tf_hat_ebm.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
-  config = ml_collections.ConfigDict(config.to_dict())
-  # The bank is training state only (gigabytes at ImageNet size): build the task without it.
-  config.training.generator_update = 'current'
-  return SynthesisTask(config, strategy)
-
-
-def _build_joint(config, strategy):
-  # The frozen generator is reloaded from config.generator; the checkpoint holds the hat network.
-  from tf_hat_ebm.refinement import JointTask  # pylint: disable=g-import-not-at-top
-  return JointTask(config, strategy)
-
-
-# experiment name (config.experiment) -> builder(config, strategy) -> task with `hat`,
-# `generator`, `sampling_settings` and `checkpoint_items()`.
-TASK_BUILDERS = {'synthesis': _build_synthesis, 'joint': _build_joint}
-
-
-def register_task(experiment, builder):
-  TASK_BUILDERS[experiment] = builder
 
 
 @dataclasses.dataclass
 class Run:
-  """A restored run: its config, task (models in inference use), step and checkpoint path."""
+  """A restored run: its config, inference model, step and checkpoint path."""
   config: ml_collections.ConfigDict
-  task: Any
+  model: Any
   step: int
   checkpoint: str
   workdir: str
@@ -63,6 +41,7 @@ def load_config(workdir):
                      'the training config (ConfigDict.to_json_best_effort)') from e
   if not isinstance(config, dict):
     raise ValueError(f'{path} holds a JSON {type(config).__name__}, not a config object')
+  _migrate(config)
   defaults = default_config(config.get('experiment', 'synthesis'))
   if defaults is not None:
     defaults = defaults.to_dict()
@@ -82,14 +61,16 @@ IMPLICIT_BEFORE = {'model': {'init': 'mimicry'}}
 
 def default_config(experiment):
   """The default config of an experiment kind (the schema of its config.json), or None."""
-  # pylint: disable=g-import-not-at-top
-  from tf_hat_ebm import autoencoder
-  from tf_hat_ebm import config as config_lib
-  from tf_hat_ebm import refinement
-  from tf_hat_ebm import sngan
-  makers = {'synthesis': config_lib.base_config, 'joint': refinement.joint_config,
-            'sngan': sngan.sngan_config, 'autoencoder': autoencoder.autoencoder_config}
-  return makers[experiment]() if experiment in makers else None
+  return config_lib.defaults(experiment) if experiment in config_lib.KINDS else None
+
+
+def _migrate(config):
+  """Moves fields of older config.json files to where they live now, in place."""
+  latent_sphere = (config.get('generator') or {}).pop('latent_sphere', None)
+  if latent_sphere is not None:  # now a chain setting
+    for chain in ('langevin', 'sampling'):
+      if isinstance(config.get(chain), dict):
+        config[chain].setdefault('latent_sphere', latent_sphere)
 
 
 def fill_missing(config, defaults, prefix=''):
@@ -128,18 +109,19 @@ def _state_file_checkpoint(ckpt_dir):
   return latest if latest and tf.io.gfile.exists(latest + '.index') else None
 
 
-def resolve_checkpoint(workdir, checkpoint=None):
+def resolve_checkpoint(workdir, checkpoint=None, what=None, script=None):
   """The checkpoint path to load: `checkpoint` (a step N or a path), else the latest.
 
   With ckpt-N files present but no usable state file this is an error naming them: the run is
-  still there, and "train first" would have the user start it over.
+  still there, and "train first" would have the user start it over. `what` and `script` name the
+  run a missing checkpoint should come from ('SN-GAN', 'experiments/train_sngan.py').
   """
   ckpt_dir = os.path.join(workdir, 'checkpoints')
   steps = list_checkpoints(ckpt_dir)
   present = ', '.join(f'ckpt-{s}' for s in steps) or 'none'
   if checkpoint is not None:
     checkpoint = str(checkpoint)
-    path = workdir_lib.resolve_checkpoint(ckpt_dir, checkpoint)
+    path = workdir_lib.checkpoint_path(ckpt_dir, checkpoint)
     if not tf.io.gfile.exists(path + '.index'):
       raise ValueError(f'--checkpoint={checkpoint}: no checkpoint {path} (.index missing); '
                        f'checkpoints in {ckpt_dir}: {present}')
@@ -151,37 +133,41 @@ def resolve_checkpoint(workdir, checkpoint=None):
     raise ValueError(f'the state file {os.path.join(ckpt_dir, "checkpoint")} is missing or '
                      f'unreadable, but {present} exist: pass --checkpoint={steps[-1]} '
                      '(or another step) to load one')
+  if what:
+    raise FileNotFoundError(f'no {what} checkpoint in {ckpt_dir}; train one with {script} first')
   raise ValueError(f'no checkpoint in {ckpt_dir}: train first (the trainer saves every '
                    'training.checkpoint_every steps and at the end)')
 
 
-def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpoint=None):
-  """Builds the task of workdir's config and restores a checkpoint into it.
-
-  `checkpoint`: a step N (ckpt-N of workdir/checkpoints) or a checkpoint path; default: the
-  latest.
-  """
-  config = load_config(workdir)
-  experiment = config.get('experiment', 'synthesis')
-  if experiment not in TASK_BUILDERS:
-    raise ValueError(f'workdir {workdir} holds a {experiment!r} run; loadable experiments: '
-                     f'{", ".join(sorted(TASK_BUILDERS))}')
-  checkpoint_path = resolve_checkpoint(workdir, checkpoint)
-  strategy = strategy or tf.distribute.get_strategy()
-  task = TASK_BUILDERS[experiment](config, strategy)
-  step = tf.Variable(0, dtype=tf.int64, trainable=False)
-  restorable = tf.train.Checkpoint(step=step, **task.checkpoint_items())
+def restore(path, items, what='the networks', hint=''):
+  """Restores `items` (name -> network or variable) from the checkpoint at `path`: the one
+  restore of saved state outside the trainer. Other saved objects (optimizers, bank) are skipped;
+  an item the checkpoint lacks, or of another shape, is a one-line ValueError."""
   try:
-    # Partial: the bank (and any replica beyond the first) is not part of an inference task.
-    restorable.restore(checkpoint_path).expect_partial().assert_existing_objects_matched()
+    tf.train.Checkpoint(**items).restore(path).expect_partial().assert_existing_objects_matched()
   except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
     # IndexError: TF's reader of a truncated .data file.
-    others = [s for s in list_checkpoints(os.path.join(workdir, 'checkpoints'))
-              if not checkpoint_path.endswith(f'ckpt-{s}')]
-    hint = f'; try --checkpoint={others[-1]}' if others else ''
-    raise ValueError(f'cannot restore {checkpoint_path} into a {experiment} task built from '
-                     f'its config.json (truncated or foreign checkpoint?): '
-                     f'{str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}'
-                     f'{hint}') from e
-  return Run(config=config, task=task, step=int(step.numpy()), checkpoint=checkpoint_path,
-             workdir=workdir)
+    detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    raise ValueError(f'cannot restore {what} from {path} (truncated, or a checkpoint of other '
+                     f'networks?): {detail}{hint}') from e
+
+
+def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpoint=None):
+  """The inference model of workdir's run, restored from `checkpoint` (a step N, i.e. ckpt-N of
+  workdir/checkpoints, or a checkpoint path; default: the latest)."""
+  from tf_hat_ebm import registry  # pylint: disable=g-import-not-at-top
+  config = load_config(workdir)
+  experiment = registry.get(config.get('experiment', 'synthesis'))
+  if experiment.inference is None:
+    raise ValueError(f'workdir {workdir} holds a {experiment.kind!r} run; loadable experiments: '
+                     f'{", ".join(registry.loadable())}')
+  path = resolve_checkpoint(workdir, checkpoint)
+  with (strategy or tf.distribute.get_strategy()).scope():
+    model = experiment.inference_model(config)
+  step = tf.Variable(0, dtype=tf.int64, trainable=False)
+  others = [s for s in list_checkpoints(os.path.join(workdir, 'checkpoints'))
+            if not path.endswith(f'ckpt-{s}')]
+  restore(path, dict(step=step, **model.checkpoint_items()),
+          f'a {experiment.kind} model built from its config.json',
+          f'; try --checkpoint={others[-1]}' if others else '')
+  return Run(config=config, model=model, step=int(step.numpy()), checkpoint=path, workdir=workdir)

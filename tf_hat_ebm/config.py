@@ -1,32 +1,58 @@
-"""The configuration schema shared by every experiment; experiments/configs/ fills in the values.
+"""The config schema and neutral defaults of each experiment kind; TensorFlow-free.
 
-Each experiment config starts from `base_config()` and sets the paper's settings for its run, so
-every field exists (and is type-checked, and overrides are locked) whatever the experiment.
+An experiment config (experiments/configs/*.py) is `defaults(kind)` plus only its differences. The
+defaults of every kind are the paper's CIFAR-10 32x32 run of that kind (appendix tables), so a
+paper config is a handful of lines. A kind's config holds only the fields its task reads:
+  synthesis    hat network and generator trained in tandem (Alg. 1): langevin, sampling, bank
+  joint        hat network over a frozen generator (refinement, retrofit): generator, ddls
+  sngan        the SN-GAN whose generator a refinement starts from (Mimicry's settings)
+  autoencoder  the deterministic autoencoder whose decoder a retrofit starts from
 """
 import ml_collections
 
+KINDS = ('synthesis', 'joint', 'sngan', 'autoencoder')
+# Fields that hold None by default need a float type, or overrides could not set them.
+_OPTIONAL_FLOATS = ('max_drift', 'prior_sigma', 'hat_clip_norm', 'gen_clip_norm', 'disc_clip_norm')
 
-def langevin_config(**overrides):
-  cfg = ml_collections.ConfigDict(dict(
-      steps=50, step_size=5e-4, temperature=1e-3, max_drift=2.5, prior_sigma=None,
-      noise=True, init_scale=0.0))
-  # Optional fields hold None by default; give them a float type so overrides can set them.
-  for key in ('max_drift', 'prior_sigma'):
-    cfg[key] = ml_collections.FieldReference(cfg[key], field_type=float)
-  cfg.update(overrides)
+
+def _optional(cfg):
+  for key in _OPTIONAL_FLOATS:
+    if key in cfg and cfg[key] is None:
+      cfg[key] = ml_collections.FieldReference(None, field_type=float)
   return cfg
 
 
-def base_config():
+def chain_config(**fields):
+  """One Langevin chain (langevin.ChainSettings): the conditional chain's fields and `fields`.
+
+  Joint chains add latent_step_size, latent_first, use_residual and latent_sphere; DDLS takes only
+  steps, step_size and noise (`ddls_config`).
+  """
+  cfg = ml_collections.ConfigDict(dict(
+      steps=50, step_size=5e-4, temperature=1e-3, max_drift=None, prior_sigma=None, noise=True,
+      init_scale=0.0))
+  cfg.update(fields)
+  return _optional(cfg)
+
+
+def joint_chain_config(**fields):
+  # latent_first: each iteration a Y step, then a Z step (paper), or Z first (the authors' release).
+  # latent_sphere: Z0 and every Z step projected onto the sphere of radius sqrt(m), for a decoder
+  # trained only on such latents (retrofit).
+  return chain_config(**dict(dict(latent_step_size=5e-3, latent_first=False, use_residual=True,
+                                  latent_sphere=False), **fields))
+
+
+def _common(kind):
   config = ml_collections.ConfigDict()
-  config.name = 'synthesis'
-  config.experiment = 'synthesis'
+  config.name = kind
+  config.experiment = kind
   config.seed = 0
 
   config.data = data = ml_collections.ConfigDict()
-  data.name = 'digits'
-  data.image_size = 16
-  data.channels = 1
+  data.name = 'cifar10'
+  data.image_size = 32
+  data.channels = 3
   data.data_dir = ''            # tfds data_dir ('' = tfds default)
   data.download = False         # let tfds download and prepare the dataset
   data.manual_dir = ''          # imagenet2012: directory holding the manually downloaded tars
@@ -36,8 +62,8 @@ def base_config():
   data.shuffle_buffer = 10_000
   data.seed = 0
   data.random_flip = False
-  # Digits upscaling 8 -> 16: bilinear. Nearest-neighbour 2x2 blocks are an exact pixel grid that
-  # an EBM learns and no generator reproduces (see digits_synth.py); 'nearest' stays available.
+  # Digits upscaling 8 -> 16 (bilinear; 'nearest' gives an exact pixel grid that an EBM learns and
+  # no generator reproduces, docs/experiments.md).
   data.resize_method = 'bilinear'
   # imagenet2012 training crop: 'release' (shorter side to image_size, then a random square crop,
   # as the authors' release) or 'random_resized' (a random crop of crop_area_range, resized).
@@ -45,18 +71,9 @@ def base_config():
   data.crop_area_range = (0.5, 1.0)
 
   config.model = model = ml_collections.ConfigDict()
-  model.hat_width = 256
-  model.gen_width = 256
-  model.z_dim = 128
-  model.out_factor = 2.0        # G(z) = out_factor * tanh(.)
   # 'glorot': Keras' default initialisation, as the authors' release; 'mimicry': gain sqrt(2) on the
   # residual path's convolutions (Mimicry's SN-GAN).
   model.init = 'glorot'
-
-  # Langevin chain used in training (and, unless `sampling` says otherwise, for samples).
-  config.langevin = langevin_config()
-  # Chain for evaluation samples (FID, export); the release used K=125, T=1e-3, Y0 ~ 0.01 N(0, I).
-  config.sampling = langevin_config(steps=125, temperature=1e-3, init_scale=0.01)
 
   config.training = training = ml_collections.ConfigDict()
   training.batch_size = 128       # global batch
@@ -68,15 +85,11 @@ def base_config():
   training.archive_every = 10_000   # archived snapshots in checkpoints/archive/: rare, all kept
   training.sample_every = 1000
   training.num_grid_samples = 64
-  training.data_eps = 1e-3
-  training.bank_size = 10_000
-  training.gen_loss_factor = 1000.0
-  training.generator_update = 'bank'  # 'bank' (historical, the paper) or 'current' (ablation)
   # Save the input pipeline's position (and shuffle buffer) in checkpoints, for exact resume.
   # Costs shuffle_buffer images per checkpoint: off for ImageNet.
   training.checkpoint_data_iterator = True
   # On a non-finite loss or state: stop (default), or roll back to the last good checkpoint with
-  # both learning rates multiplied by rollback_lr_factor, at most max_rollbacks times.
+  # the learning rates multiplied by rollback_lr_factor, at most max_rollbacks times.
   training.rollback_on_divergence = False
   training.rollback_lr_factor = 0.5
   training.max_rollbacks = 3        # rollback r runs at rollback_lr_factor**r, with a fresh RNG
@@ -93,30 +106,174 @@ def base_config():
   guard.patience = 3                 # suspicious chunks in a row before it fires
 
   config.optim = optim = ml_collections.ConfigDict()
-  optim.hat_lr = 1e-4
-  optim.gen_lr = 1e-4
   optim.beta1 = 0.9
   optim.beta2 = 0.999
-  optim.hat_clip_norm = ml_collections.FieldReference(None, field_type=float)
-  optim.gen_clip_norm = ml_collections.FieldReference(None, field_type=float)
-  # 'global': clip the global norm of the replica-summed gradient; 'per_variable_per_replica':
-  # clip each variable's gradient on each replica before the sum (the authors' release, ImageNet).
-  optim.hat_clip_mode = 'global'
-  optim.gen_clip_mode = 'global'
-  # Piecewise-constant schedules: <net>_lr up to the first boundary step, <net>_lr_values[i] after
-  # step <net>_lr_boundaries[i] (Keras' PiecewiseConstantDecay; ImageNet drops both late).
-  optim.hat_lr_boundaries = ()
-  optim.hat_lr_values = ()
-  optim.gen_lr_boundaries = ()
-  optim.gen_lr_values = ()
-  optim.ema_decay = ml_collections.FieldReference(None, field_type=float)  # Keras use_ema
+  return config
 
-  # Speed options; defaults chosen by measurement with benchmarks/step_time.py.
+
+def _perf(config):
+  """Speed options of the synthesis task; defaults chosen with benchmarks/step_time.py."""
   config.perf = perf = ml_collections.ConfigDict()
   # auto: mixed_bfloat16 where bf16 is native (TPU, GPU of compute capability >= 8.0, CPU with
   # amx_bf16 / avx512_bf16), else float32 (tpu_utils/hardware.py); or float32 / mixed_bfloat16.
   # States, energies, losses and the bank stay float32 in every case.
   perf.precision = 'auto'
+  return config
+
+
+def _network_optim(optim, net, lr, drops=True):
+  """Adam settings of one network: rate, piecewise-constant drops, gradient clipping."""
+  optim[f'{net}_lr'] = lr
+  if drops:
+    # <net>_lr up to the first boundary step, <net>_lr_values[i] after step
+    # <net>_lr_boundaries[i] (Keras' PiecewiseConstantDecay; ImageNet drops both late).
+    optim[f'{net}_lr_boundaries'] = ()
+    optim[f'{net}_lr_values'] = ()
+  optim[f'{net}_clip_norm'] = None
+  # 'global': clip the global norm of the replica-summed gradient; 'per_variable_per_replica':
+  # clip each variable's gradient on each replica before the sum (the authors' release, ImageNet).
+  optim[f'{net}_clip_mode'] = 'global'
+  _optional(optim)
+
+
+def synthesis_defaults():
+  """The paper's CIFAR-10 synthesis (appendix table); chains as the release's configs."""
+  config = _common('synthesis')
+  model = config.model
+  model.hat_width = 256
+  model.gen_width = 256
+  model.z_dim = 128
+  model.out_factor = 2.0        # G(z) = out_factor * tanh(.)
+  # Training chain; `sampling` is the chain of evaluation samples (FID, export, sample.py): the
+  # release's FID configs ran K=125 from Y0 ~ 0.01 N(0, I) without the drift clip.
+  config.langevin = chain_config(steps=50, step_size=5e-4, temperature=1e-3, max_drift=2.5)
+  config.sampling = chain_config(steps=125, step_size=5e-4, temperature=1e-3, init_scale=0.01)
+  training = config.training
+  training.data_eps = 1e-3
+  training.bank_size = 10_000
+  training.gen_loss_factor = 1000.0
+  training.generator_update = 'bank'  # 'bank' (historical, the paper) or 'current' (ablation)
+  _network_optim(config.optim, 'hat', 1e-4)
+  _network_optim(config.optim, 'gen', 1e-4)
+  perf = _perf(config).perf
   perf.recompute_generator = False  # True: G(Z) inside every Langevin step (release's plain path)
   perf.jit_sampler = False        # XLA-compile the Langevin chain
+  return config
+
+
+def joint_defaults():
+  """The paper's CIFAR-10 refinement of a pretrained SN-GAN (appendix table)."""
+  config = _common('joint')
+  model = config.model
+  model.hat_width = 256
+  # The frozen SN-GAN's networks (must match its checkpoint; disc_width 0: no discriminator).
+  model.gen_width = 256
+  model.disc_width = 128
+  model.z_dim = 128
+  model.out_factor = 1.0        # the SN-GAN's tanh in [-1, 1]
+  model.gen_batch_stats = True  # SN-GAN generators normalise with (moving) batch statistics
+  # The frozen generator; any Keras model or SavedModel mapping latents to images will do:
+  #   sngan        path = workdir of experiments/train_sngan.py (also gives D for DDLS)
+  #   autoencoder  path = workdir of experiments/train_autoencoder.py (its decoder)
+  #   savedmodel   path = a SavedModel directory (Keras, or tf.Module with __call__)
+  #   factory      path = 'package.module:function'; function() returns a Keras model
+  config.generator = gen = ml_collections.ConfigDict()
+  gen.source = 'sngan'
+  gen.path = ''
+  gen.latent_shape = ()               # savedmodel / factory only: e.g. (128,) or (16, 16, 1)
+  gen.output_range = (-1.0, 1.0)      # savedmodel / factory only: mapped linearly to [-1, 1]
+  config.langevin = joint_chain_config(steps=250, step_size=1e-4, latent_step_size=5e-3,
+                                       temperature=1e-3, max_drift=2.5)
+  config.sampling = joint_chain_config(steps=350, step_size=1e-4, latent_step_size=5e-3,
+                                       temperature=1e-3, prior_sigma=0.25)
+  # DDLS baseline (Che et al. 2020) of the comparison: eps 0.1 is their step 0.01 in
+  # z <- z - (eps/2) grad + sqrt(eps) noise.
+  config.ddls = ml_collections.ConfigDict(dict(steps=100, step_size=0.1, noise=True))
+  config.training.num_steps = 20_000
+  config.training.data_eps = 1e-3
+  _network_optim(config.optim, 'hat', 1e-5)
+  return config
+
+
+def sngan_defaults():
+  """SN-GAN with Mimicry's CIFAR-10 settings (ndf 128, ngf 256, 100k G steps, batch 64)."""
+  config = _common('sngan')
+  model = config.model
+  model.init = 'mimicry'        # Mimicry's SN-GAN: gain sqrt(2) on the residual path
+  model.gen_width = 256
+  model.disc_width = 128
+  model.z_dim = 128
+  model.out_factor = 1.0        # tanh in [-1, 1]
+  # Mimicry's generator normalises with batch statistics in training; with the Hat EBM's fixed
+  # statistics the adversarial updates killed every ReLU of the digits generator within 100 steps.
+  model.gen_batch_stats = True
+  training = config.training
+  training.batch_size = 64
+  training.num_steps = 100_000  # generator steps
+  training.n_dis = 5            # discriminator steps per generator step
+  training.checkpoint_every = 5000
+  training.sample_every = 5000
+  optim = config.optim
+  optim.beta1 = 0.0
+  optim.beta2 = 0.9
+  _network_optim(optim, 'gen', 2e-4, drops=False)
+  _network_optim(optim, 'disc', 2e-4, drops=False)
+  # Mimicry: both rates decay linearly to 0 over the run ('constant': the rates as they are).
+  optim.lr_decay = 'linear'
+  return config
+
+
+def autoencoder_defaults():
+  """The CIFAR-10 autoencoder of the retrofit: latent 16x16x1 on a sphere, 100 epochs."""
+  config = _common('autoencoder')
+  model = config.model
+  model.enc_width = 256
+  model.gen_width = 256         # decoder width
+  model.out_factor = 2.0        # as the synthesis / retrofit generators
+  training = config.training
+  steps_per_epoch = 50_000 // 128  # 390 full batches
+  training.num_steps = 100 * steps_per_epoch
+  training.eval_every = steps_per_epoch    # train/test reconstruction error
+  training.checkpoint_every = 10 * steps_per_epoch
+  training.sample_every = 10 * steps_per_epoch
+  training.eval_examples = 10_000  # of the train split, for the per-epoch train error
+  # The decoder is trained on sphere(E(x) + latent_noise * N(0, I)) (the release: noise on the
+  # latent, not on the image).
+  training.latent_noise = 2e-2
+  training.recon_factor = 1000.0
+  config.optim.ae_lr = 1e-4
+  return config
+
+
+_DEFAULTS = {'synthesis': synthesis_defaults, 'joint': joint_defaults, 'sngan': sngan_defaults,
+             'autoencoder': autoencoder_defaults}
+
+
+def defaults(kind):
+  """The neutral defaults of an experiment kind: a fresh, unlocked ConfigDict."""
+  if kind not in _DEFAULTS:
+    raise ValueError(f'unknown experiment kind {kind!r}; known: {", ".join(KINDS)}')
+  return _DEFAULTS[kind]()
+
+
+def digits(config, name, steps, batch_size=32, every=None):
+  """The embedded digits (16x16x1) with a run sized for a 2-core CPU: `steps` steps of
+  `batch_size`, a log line and checkpoint / grid every `every` steps (default steps / 4)."""
+  config.name = name
+  config.data.name = 'digits'
+  config.data.image_size = 16
+  config.data.channels = 1
+  config.model.init = 'mimicry'   # the digits runs were tuned with Mimicry's initialisation
+  t = config.training
+  t.batch_size = batch_size
+  t.num_steps = steps
+  t.checkpoint_every = t.sample_every = every or steps // 4
+  t.num_grid_samples = 100
+  return config
+
+
+def retrofit(config, path):
+  """A joint config over the decoder of the autoencoder run in `path` (retrofit)."""
+  config.generator.update(source='autoencoder', path=path)
+  config.model.update(out_factor=2.0, gen_batch_stats=False)  # the decoder's, not an SN-GAN's
   return config

@@ -65,15 +65,28 @@ def check_values(x, function, what, bound=None):
   return checks
 
 
+class _FrozenGeneratorCall:
+  """G as the joint sampler needs it (callable + latent_shape), reached without tracking Keras."""
+
+  def __init__(self, generator):
+    self._fn = lambda z, training=False: generator(z, training=training)
+    self.latent_shape = tuple(int(d) for d in generator.latent_shape)
+
+  def __call__(self, z, training=False):
+    return self._fn(z, training=training)
+
+
 class HatEBMModule(tf.Module):
   """Sampling chain and energy of a conditional Hat EBM (X = G(Z) + Y, Z fixed along the chain)."""
 
-  def __init__(self, hat, generator, settings, image_shape, path_steps=None, name='hat_ebm'):
+  def __init__(self, model, image_shape, path_steps=None, name='hat_ebm'):
+    """model: a tasks.base.InferenceModel (H, G and the sampling chain of a restored run)."""
     super().__init__(name=name)
+    hat, generator, settings = model.hat, model.generator, model.sampling
     # The networks are reached through closures, and only their variables are tracked: saving then
     # stores variables and traced functions, never Keras objects (loadable with TF alone).
     self._hat_fn = lambda x: hat(x)  # pylint: disable=unnecessary-lambda
-    self._gen_fn = lambda z: generator(z)  # pylint: disable=unnecessary-lambda
+    self._generator_call = _FrozenGeneratorCall(generator)
     self.network_variables = list(hat.variables) + list(generator.variables)
     self._settings = settings
     self._latent_shape = tuple(int(d) for d in generator.latent_shape)
@@ -101,8 +114,8 @@ class HatEBMModule(tf.Module):
   def _start(self, num_samples, seed, function):
     with tf.control_dependencies(check_num_samples(num_samples, function)):
       self.rng.reset_from_seed(seed)  # deterministic for a seed, whatever was sampled before
-    z = self.rng.normal(tf.stack([num_samples, *self._latent_shape]))
-    g_z = tf.cast(self._gen_fn(z), tf.float32)  # once per chain: Z stays fixed
+    z = langevin.initial_latent(self._generator_call, self.rng, self._settings, num_samples)
+    g_z = tf.cast(self._generator_call(z), tf.float32)  # once per chain: Z stays fixed
     y0 = langevin.initial_residual(self.rng, tf.shape(g_z), self._settings)
     return g_z, y0
 
@@ -120,8 +133,11 @@ class HatEBMModule(tf.Module):
     images: X = G(Z) + Y clipped to [-1, 1] (G's 2 tanh range lets the sum overshoot);
     generator_images G(Z) and residuals Y unclipped.
     """
-    g_z, y = self._start(num_samples, seed, 'sample')
-    y = self._run(g_z, y, self._settings.steps)
+    with tf.control_dependencies(check_num_samples(num_samples, 'sample')):
+      self.rng.reset_from_seed(seed)  # deterministic for a seed, whatever was sampled before
+    # The chain of training and evaluation (langevin.sample), from the same RNG stream.
+    _, y, g_z, _ = langevin.sample(self._hat_fn, self._generator_call, self.rng, self._settings,
+                                   batch_size=num_samples)
     return {'images': clip_images(g_z + y), 'generator_images': g_z, 'residuals': y}
 
   @tf.function(input_signature=_SAMPLE_SIGNATURE)
@@ -181,23 +197,6 @@ class HatEBMModule(tf.Module):
             'energy': self.energy_functions()[0], **self.extra_signatures()}
 
 
-def _synthesis_module(task, config, path_steps=None):
-  return HatEBMModule(task.hat, task.generator, task.sampling_settings,
-                      (config.data.image_size, config.data.image_size, config.data.channels),
-                      path_steps=path_steps)
-
-
-class _FrozenGeneratorCall:
-  """G as the joint sampler needs it (callable + latent_shape), reached without tracking Keras."""
-
-  def __init__(self, generator):
-    self._fn = lambda z, training=False: generator(z, training=training)
-    self.latent_shape = tuple(int(d) for d in generator.latent_shape)
-
-  def __call__(self, z, training=False):
-    return self._fn(z, training=training)
-
-
 class JointHatEBMModule(HatEBMModule):
   """Joint (refinement / retrofit) models: chains move both Y and Z through the frozen G.
 
@@ -205,9 +204,8 @@ class JointHatEBMModule(HatEBMModule):
   both return images X = G(Z_K) + Y_K, generator_images G(Z_K), residuals Y_K and latents Z_K.
   """
 
-  def __init__(self, hat, generator, settings, image_shape, path_steps=None, name='joint_hat_ebm'):
-    super().__init__(hat, generator, settings, image_shape, path_steps, name)
-    self._generator_call = _FrozenGeneratorCall(generator)
+  def __init__(self, model, image_shape, path_steps=None, name='joint_hat_ebm'):
+    super().__init__(model, image_shape, path_steps, name)
 
   def _chain(self, z, y, steps):
     settings = dataclasses.replace(self._settings, steps=steps)
@@ -223,15 +221,20 @@ class JointHatEBMModule(HatEBMModule):
   def sample(self, num_samples, seed):
     with tf.control_dependencies(check_num_samples(num_samples, 'sample')):
       self.rng.reset_from_seed(seed)
-    z = self.rng.normal(tf.stack([num_samples, *self._latent_shape]))
-    return self._outputs(*self._chain(z, None, self._settings.steps))
+    return self.chain(self.rng, num_samples)
+
+  def chain(self, rng, num_samples=None, latents=None):
+    """The sampling chain (langevin.sample, as in training) from fresh latents or `latents`."""
+    z, y, g_z, _ = langevin.sample(self._hat_fn, self._generator_call, rng, self._settings,
+                                   batch_size=num_samples, z0=latents)
+    return self._outputs(z, y, g_z)
 
   @tf.function(input_signature=_SAMPLE_SIGNATURE)
   def sample_path(self, num_samples, seed):
     """The chains of `sample` at `path_steps`: [steps, N, ...] images, G(Z), Y and Z."""
     with tf.control_dependencies(check_num_samples(num_samples, 'sample_path')):
       self.rng.reset_from_seed(seed)
-    z = self.rng.normal(tf.stack([num_samples, *self._latent_shape]))
+    z = langevin.initial_latent(self._generator_call, self.rng, self._settings, num_samples)
     y, g_z = None, tf.cast(self._generator_call(z), tf.float32)
     xs, gs, ys, done = [], [], [], 0
     for step in self._path_steps:
@@ -251,30 +254,17 @@ class JointHatEBMModule(HatEBMModule):
     latents = tf.cast(latents, tf.float32)
     with tf.control_dependencies(check_values(latents, 'refine', 'latents')):
       self.rng.reset_from_seed(0)
-    return self._outputs(*self._chain(latents, None, self._settings.steps))
+    return self.chain(self.rng, latents=latents)
 
   def extra_signatures(self):
     spec = tf.TensorSpec([None, *self._latent_shape], tf.float32, name='latents')
     return {'refine': self.refine.get_concrete_function(spec)}
 
 
-def _joint_module(task, config, path_steps=None):
-  return JointHatEBMModule(task.hat, task.generator, task.sampling_settings,
-                           (config.data.image_size, config.data.image_size, config.data.channels),
-                           path_steps=path_steps)
-
-
-# config.experiment -> module builder(task, config, path_steps).
-MODULE_BUILDERS = {'synthesis': _synthesis_module, 'joint': _joint_module}
-
-
 def build_module(run, path_steps=None):
-  """The exportable module of a restored `checkpoints.Run`."""
-  experiment = run.config.get('experiment', 'synthesis')
-  if experiment not in MODULE_BUILDERS:
-    raise ValueError(f'no SavedModel export for {experiment!r} runs; exportable: '
-                     f'{", ".join(sorted(MODULE_BUILDERS))}')
-  return MODULE_BUILDERS[experiment](run.task, run.config, path_steps)
+  """The exportable module of a restored `checkpoints.Run` (its experiment's, registry.py)."""
+  from tf_hat_ebm import registry  # pylint: disable=g-import-not-at-top
+  return registry.for_config(run.config).export_module(run.model, run.config, path_steps)
 
 
 def save(module, output_dir):

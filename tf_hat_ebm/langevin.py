@@ -18,23 +18,51 @@ import tensorflow as tf
 
 
 @dataclasses.dataclass(frozen=True)
-class LangevinSettings:
-  """Settings of one Langevin chain over the residual image (and, for joint chains, the latent)."""
+class ChainSettings:
+  """Settings of every Langevin chain: conditional (Y only), joint (Y and Z) and DDLS (Z only).
+
+  A chain with latent_step_size > 0 is joint: each of the K iterations is a Y step (eps1 =
+  step_size, drift clip, optional prior) and a Z step (eps2 = latent_step_size, gradient of
+  H(G(Z)+Y)/T through G; no clip, no prior on Z, as in the paper), in the order Y, Z (paper) or
+  Z, Y (`latent_first`, the authors' release). `use_residual=False` removes Y: the paper's unstable
+  ablation U(z) = H(G(z))/T. `latent_sphere` keeps Z0 and every Z step on the sphere of radius
+  sqrt(m) (projected Langevin), for a decoder trained only on such latents. DDLS reads steps,
+  step_size and noise.
+  """
   steps: int = 50                     # K
-  step_size: float = 5e-4             # eps (image / residual space)
+  step_size: float = 5e-4             # eps (image / residual space; DDLS: latent space)
   temperature: float = 1e-3           # T
   max_drift: Optional[float] = 2.5    # per-sample bound on ||(eps^2/2) grad_Y U||; None: no clip
   prior_sigma: Optional[float] = None  # Gaussian prior on Y; None: no prior
   noise: bool = True                  # False: gradient descent on U (for tests / diagnostics)
   init_scale: float = 0.0             # Y0 = init_scale * N(0, I) (0: the paper's Y0 = 0)
+  latent_step_size: float = 0.0       # eps2; 0: Z fixed (the conditional chain)
+  latent_first: bool = False
+  use_residual: bool = True
+  latent_sphere: bool = False
+
+  @property
+  def joint(self):
+    return self.latent_step_size > 0
 
   @classmethod
   def from_config(cls, cfg):
-    return cls(steps=int(cfg.steps), step_size=float(cfg.step_size),
-               temperature=float(cfg.temperature),
-               max_drift=None if cfg.max_drift is None else float(cfg.max_drift),
-               prior_sigma=None if cfg.prior_sigma is None else float(cfg.prior_sigma),
-               noise=bool(cfg.noise), init_scale=float(cfg.init_scale))
+    """From a config section; fields it does not hold keep their defaults (DDLS: no max_drift)."""
+    fields = {f.name: cfg[f.name] for f in dataclasses.fields(cls) if f.name in cfg}
+    for name in ('max_drift', 'prior_sigma'):
+      if name in fields and fields[name] is not None:
+        fields[name] = float(fields[name])
+    if 'max_drift' not in fields:
+      fields['max_drift'] = None
+    for name in ('step_size', 'temperature', 'init_scale', 'latent_step_size'):
+      if name in fields:
+        fields[name] = float(fields[name])
+    for name in ('noise', 'latent_first', 'use_residual', 'latent_sphere'):
+      if name in fields:
+        fields[name] = bool(fields[name])
+    if 'steps' in fields:
+      fields['steps'] = int(fields['steps'])
+    return cls(**fields)
 
 
 def _sample_axes(x):
@@ -135,46 +163,6 @@ def sample_conditional(hat, g_z, rng, settings, y0=None, generator_fn=None):
 
 
 # ---- Joint Hat EBM: alternating Langevin over the residual Y and the latent Z ---------------------
-@dataclasses.dataclass(frozen=True)
-class JointSettings:
-  """Settings of a joint chain over (Y, Z) with the generator G frozen (refinement, retrofit).
-
-  Each of the K iterations is a Y step (eps1 = step_size, residual clipping and optional prior as
-  in the conditional chain) followed by a Z step (eps2 = latent_step_size, gradient of H(G(Z)+Y)/T
-  through G; no clipping and no prior on Z, as in the paper). `latent_first=True` does the Z step
-  first in each iteration, as the authors' release (both are Gibbs orders; the release's costs one
-  more pass of G per chain). `use_residual=False` removes Y altogether, U(z) = H(G(z))/T: the
-  paper's unstable ablation.
-  """
-  steps: int = 100                    # K
-  step_size: float = 1e-4             # eps1 (residual image)
-  latent_step_size: float = 5e-3      # eps2 (latent)
-  temperature: float = 1e-3           # T
-  max_drift: Optional[float] = 2.5
-  prior_sigma: Optional[float] = None
-  noise: bool = True
-  use_residual: bool = True
-  latent_first: bool = False          # True: Z step, then Y step (the release's order)
-  init_scale: float = 0.0             # Y0 = init_scale * N(0, I) (0: the paper's Y0 = 0)
-
-  @classmethod
-  def from_config(cls, cfg):
-    return cls(steps=int(cfg.steps), step_size=float(cfg.step_size),
-               latent_step_size=float(cfg.latent_step_size),
-               temperature=float(cfg.temperature),
-               max_drift=None if cfg.max_drift is None else float(cfg.max_drift),
-               prior_sigma=None if cfg.prior_sigma is None else float(cfg.prior_sigma),
-               noise=bool(cfg.noise), use_residual=bool(cfg.use_residual),
-               latent_first=bool(cfg.get('latent_first', False)),
-               init_scale=float(cfg.get('init_scale', 0.0)))
-
-  def residual_settings(self):
-    """The conditional-chain settings of the Y half-step (so the Y math is written once)."""
-    return LangevinSettings(steps=1, step_size=self.step_size, temperature=self.temperature,
-                            max_drift=self.max_drift, prior_sigma=self.prior_sigma,
-                            noise=self.noise)
-
-
 def generate(generator, z):
   """G(z) in float32 with G in inference mode (frozen batch norm, no dropout) for any Keras model."""
   return tf.cast(generator(z, training=False), tf.float32)
@@ -196,6 +184,27 @@ def project_to_sphere(z):
   return z * (math.sqrt(m) / tf.maximum(norm, 1e-12))
 
 
+def initial_latent(generator, rng, settings, batch_size=None, z0=None):
+  """Z0 ~ N(0, I) (or the given z0), on the sphere when settings.latent_sphere."""
+  z = (rng.normal([batch_size, *tuple(generator.latent_shape)]) if z0 is None
+       else tf.cast(z0, tf.float32))
+  return project_to_sphere(z) if settings.latent_sphere else z
+
+
+def sample(hat, generator, rng, settings, batch_size=None, z0=None, generator_fn=None):
+  """The chain `settings` describes, from Z0 ~ N(0, I) (or z0): (Z_K, Y_K, G(Z_K), diagnostics).
+
+  Conditional (Z fixed, G(Z) computed once; `generator_fn` recomputes it per step, the release's
+  baseline) or joint. Training, grids, evaluation and the exported model all sample through here.
+  """
+  if settings.joint:
+    return sample_joint(hat, generator, rng, settings, batch_size=batch_size, z0=z0)
+  z = initial_latent(generator, rng, settings, batch_size, z0)
+  g_z = tf.cast(generator(z), tf.float32)
+  y, diagnostics = sample_conditional(hat, g_z, rng, settings, generator_fn=generator_fn)
+  return z, y, g_z, diagnostics
+
+
 def sample_joint(hat, generator, rng, settings, batch_size=None, z0=None, y0=None):
   """Joint Hat EBM: K iterations of (Y step, then Z step) from Y0 = 0 and Z0 ~ N(0, I).
 
@@ -204,24 +213,18 @@ def sample_joint(hat, generator, rng, settings, batch_size=None, z0=None, y0=Non
   Z noise (Z, then Y with settings.latent_first). Returns (Z_K, Y_K, G(Z_K), diagnostics):
   diagnostics are `latent_grad_norm` and `residual_grad_norm` (means over steps and samples,
   before any clipping), `latent_abs` (mean |Z_K|) and `residual_abs` (mean |Y_K|).
-  A generator with `latent_sphere` set (a decoder that only knows latents of norm sqrt(m)) keeps Z
-  on that sphere: Z0 and every Z step are projected onto it (projected Langevin), so the chain can
-  neither leave G's domain nor inflate |Z| until G's input no longer changes.
+  With settings.latent_sphere, Z0 and every Z step are projected onto the sphere of radius sqrt(m)
+  (projected Langevin): the chain can neither leave a decoder's domain nor inflate |Z| until G's
+  input no longer changes.
   """
-  latent_shape = tuple(generator.latent_shape)
-  sphere = bool(getattr(generator, 'latent_sphere', False))
-  if z0 is None:
-    z = rng.normal([batch_size, *latent_shape])
-  else:
-    z = tf.cast(z0, tf.float32)
-  if sphere:
-    z = project_to_sphere(z)
+  sphere = settings.latent_sphere
+  z = initial_latent(generator, rng, settings, batch_size, z0)
   g_z = generate(generator, z)
   if not settings.use_residual:
     y = tf.zeros_like(g_z)
   else:
     y = initial_residual(rng, tf.shape(g_z), settings) if y0 is None else tf.cast(y0, tf.float32)
-  y_settings = settings.residual_settings()
+  y_settings = dataclasses.replace(settings, steps=1)
 
   def half_steps(z, y, latent_sum, residual_sum, y_step=True, z_step=True):
     """[Y step with G(Z)], then [Z step with the new Y]: one pass of G serves both."""
@@ -270,17 +273,6 @@ def sample_joint(hat, generator, rng, settings, batch_size=None, z0=None, y0=Non
 
 
 # ---- DDLS baseline (Che et al. 2020): Langevin in z on E(z) = ||z||^2 / 2 - D(G(z)) -------------
-@dataclasses.dataclass(frozen=True)
-class DDLSSettings:
-  steps: int = 100
-  step_size: float = 1e-2             # eps: z <- z - (eps^2/2) grad E + eps N(0, I)
-  noise: bool = True
-
-  @classmethod
-  def from_config(cls, cfg):
-    return cls(steps=int(cfg.steps), step_size=float(cfg.step_size), noise=bool(cfg.noise))
-
-
 def ddls_energy_and_grad(discriminator, generator, z):
   """E(z) = 0.5 ||z||^2 - D(G(z)) per sample (D: the logit) and its gradient with respect to z."""
   with tf.GradientTape() as tape:
@@ -294,8 +286,7 @@ def ddls_energy_and_grad(discriminator, generator, z):
 
 def sample_ddls(discriminator, generator, rng, settings, batch_size=None, z0=None):
   """DDLS: K Langevin steps in z on E(z) from Z0 ~ N(0, I) (or z0). Returns (Z_K, G(Z_K))."""
-  z = (rng.normal([batch_size, *tuple(generator.latent_shape)]) if z0 is None
-       else tf.cast(z0, tf.float32))
+  z = initial_latent(generator, rng, settings, batch_size, z0)
 
   def body(k, z):
     _, grad = ddls_energy_and_grad(discriminator, generator, z)

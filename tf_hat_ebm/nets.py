@@ -2,6 +2,10 @@
 
 * The hat network H is the SN-GAN discriminator with every spectral norm removed: image -> scalar.
 * The generator G is the SN-GAN generator: latent -> image, `out_factor * tanh(.)`.
+* The SN-GAN discriminator D (the baseline a refinement starts from, and DDLS's) is the hat network's
+  layout with spectral normalisation on every convolution and on its dense head.
+* The retrofit's deterministic autoencoder: an encoder to an image-shaped latent on a sphere, and
+  a decoder back (the authors' release's GenDecoder32 layout).
 
 Both are built from one set of blocks for every resolution (16 for digits, 32, 64, 128) and any
 number of image channels; `width` scales the channels (ImageNet "scaled" = 2x, CPU configs smaller).
@@ -14,10 +18,10 @@ import math
 
 import tensorflow as tf
 
+from tf_hat_ebm.langevin import project_to_sphere
 from tpu_utils import hardware
 
 layers = tf.keras.layers
-
 
 
 # Mimicry initialisation: xavier-uniform with gain sqrt(2) in the residual path, gain 1 elsewhere.
@@ -300,3 +304,157 @@ def make_generator(config_model, image_size, channels):
                    config_model.out_factor,
                    batch_stats=config_model.get('gen_batch_stats', False),
                    init=model_init(config_model)).build_for_input()
+
+
+# ---- SN-GAN discriminator ----------------------------------------------------------------------
+# Keras' SpectralNormalization divides the stored kernel by its spectral norm (one power
+# iteration) at every call with training=True and uses the stored kernel as is otherwise: D is
+# called with training=True while training and training=False when frozen (DDLS).
+class SpectralNormalization(layers.SpectralNormalization):
+  """Keras' spectral normalisation, usable inside `strategy.run` graphs.
+
+  Keras 2.15's normalize_weights branches in Python on a tensor (skip an all-zero kernel), which
+  fails when the layer is traced without AutoGraph (as in the trainer's replica step). The same
+  update here: one power iteration (by default), kernel <- kernel / sigma, u kept for the next call.
+  """
+
+  def normalize_weights(self):
+    weights = tf.reshape(self.kernel, [-1, self.kernel_shape[-1]])
+    u = self.vector_u
+    for _ in range(self.power_iterations):
+      v = tf.math.l2_normalize(tf.matmul(u, weights, transpose_b=True))
+      u = tf.math.l2_normalize(tf.matmul(v, weights))
+    u, v = tf.stop_gradient(u), tf.stop_gradient(v)
+    sigma = tf.matmul(tf.matmul(v, weights), u, transpose_b=True)
+    sigma = tf.where(sigma > 0, sigma, tf.ones_like(sigma))  # an all-zero kernel stays as it is
+    self.vector_u.assign(tf.cast(u, self.vector_u.dtype))
+    self.kernel.assign(tf.cast(tf.reshape(self.kernel / sigma, self.kernel_shape),
+                               self.kernel.dtype))
+
+
+def sn_conv(channels, kernel, init=_RESIDUAL_INIT, name=None):
+  return SpectralNormalization(conv(channels, kernel, init), name=name)
+
+
+class SpatialSumHead(layers.Layer):
+  """Mimicry's SN-GAN head: a spectral-normed dense(1) on the ReLU features summed over space.
+
+  The hat network (whose blocks the discriminator shares) hands its head the spatial mean; times
+  the number of positions that is the sum.
+  """
+
+  def __init__(self, positions, **kwargs):
+    super().__init__(**kwargs)
+    self.positions = positions
+    self.dense = SpectralNormalization(
+        layers.Dense(1, kernel_initializer=_PLAIN_INIT()), name='dense')
+
+  def call(self, mean_features):
+    return self.dense(mean_features * self.positions)
+
+
+class SNDiscriminator(HatNetwork):
+  """D(x): image -> logit [batch]. The hat network's blocks with spectral-normed convs and head.
+
+  Mimicry's blocks: hidden channels = in channels, initialisation with gain sqrt(2).
+  """
+
+  def __init__(self, image_size=32, channels=3, width=128, name='discriminator', **kw):
+    super().__init__(image_size, channels, width, conv_factory=sn_conv, hidden='in',
+                     init='mimicry', name=name, **kw)
+    downsamples = sum(block.downsample for block in self.blocks)
+    self.head = SpatialSumHead((image_size // 2**downsamples)**2, name='head')
+
+
+def make_discriminator(config_model, image_size, channels):
+  return SNDiscriminator(image_size, channels, config_model.disc_width).build_for_input()
+
+
+# ---- the retrofit's autoencoder -----------------------------------------------------------------
+def latent_shape_for(image_size):
+  return (image_size // 2, image_size // 2, 1)
+
+
+class StemBlock(DiscriminatorBlock):
+  """The hat network's stem (no leading ReLU, 1x1 conv shortcut) without its downsampling."""
+
+  def __init__(self, out_channels, **kwargs):
+    super().__init__(out_channels, stem=True, **kwargs)
+
+  def call(self, x):
+    return self.c2(tf.nn.relu(self.c1(x))) + self.c_sc(x)
+
+
+class Encoder(tf.keras.Model):
+
+  def __init__(self, image_size=32, channels=3, width=256, init='glorot', name='encoder', **kw):
+    super().__init__(name=name, **kw)
+    self.image_size, self.channels = image_size, channels
+    self.latent_shape = latent_shape_for(image_size)
+    self.blocks = [StemBlock(width, init=init, name='block0'),
+                   DiscriminatorBlock(width, downsample=True, init=init, name='block1'),
+                   DiscriminatorBlock(width, init=init, name='block2'),
+                   DiscriminatorBlock(width, init=init, name='block3')]
+    self.to_latent = conv(1, 3, init=_PLAIN_INIT, name='to_latent')
+
+  def call(self, x):
+    h = x
+    for block in self.blocks:
+      h = block(h)
+    return project_to_sphere(self.to_latent(tf.nn.relu(h)))
+
+  def build_for_input(self):
+    self(tf.zeros([1, self.image_size, self.image_size, self.channels]))
+    return self
+
+
+class DecoderStemBlock(tf.keras.layers.Layer):
+  """3x3 conv, BN, ReLU, 3x3 conv, plus a 1x1 conv shortcut; no upsampling (the release's)."""
+
+  def __init__(self, out_channels, init='glorot', **kwargs):
+    super().__init__(**kwargs)
+    self.c1 = conv(out_channels, 3, init=residual_init(init), name='c1')
+    self.b2 = fixed_batch_norm('b2')
+    self.c2 = conv(out_channels, 3, init=residual_init(init), name='c2')
+    self.c_sc = conv(out_channels, 1, init=_PLAIN_INIT, name='c_sc')
+
+  def call(self, z):
+    return self.c2(tf.nn.relu(self.b2(self.c1(z), training=False))) + self.c_sc(z)
+
+
+class Decoder(tf.keras.Model):
+  """z [batch, s/2, s/2, 1] -> image [batch, s, s, channels] in out_factor * (-1, 1)."""
+
+  def __init__(self, image_size=32, channels=3, width=256, out_factor=2.0, init='glorot',
+               name='decoder', **kw):
+    super().__init__(name=name, **kw)
+    self.image_size, self.channels, self.width = image_size, channels, width
+    self.out_factor = out_factor
+    self.latent_shape = latent_shape_for(image_size)
+    self.blocks = [DecoderStemBlock(width, init=init, name='block0'),
+                   GeneratorBlock(width, upsample=True, init=init, name='block1'),
+                   GeneratorBlock(width, upsample=False, init=init, name='block2'),
+                   GeneratorBlock(width, upsample=False, init=init, name='block3')]
+    self.bn = fixed_batch_norm('bn_out')
+    self.to_image = conv(channels, 3, init=_PLAIN_INIT, name='to_image')
+
+  def call(self, z):
+    h = z
+    for block in self.blocks:
+      h = block(h)
+    h = self.to_image(tf.nn.relu(self.bn(h, training=False)))
+    return self.out_factor * tf.tanh(h)
+
+  def build_for_input(self):
+    self(tf.zeros([1, *self.latent_shape]))
+    return self
+
+
+def make_encoder(config):
+  return Encoder(config.data.image_size, config.data.channels, config.model.enc_width,
+                 model_init(config.model)).build_for_input()
+
+
+def make_decoder(config):
+  return Decoder(config.data.image_size, config.data.channels, config.model.gen_width,
+                 config.model.out_factor, model_init(config.model)).build_for_input()

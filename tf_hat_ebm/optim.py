@@ -52,17 +52,15 @@ class ScaledSchedule(tf.keras.optimizers.schedules.LearningRateSchedule):
 
 
 def make_adam(optim_cfg, learning_rate, variables, lr_scale=None):
-  """Adam(beta1, beta2) with optional weight moving average; slots built now, so that a restore
-  fills them immediately rather than deferring. `learning_rate`: a float or a Keras schedule of
-  the optimizer's step; `lr_scale`: a variable multiplying it."""
-  ema = optim_cfg.ema_decay
+  """Adam(beta1, beta2); slots built now, so that a restore fills them immediately rather than
+  deferring. `learning_rate`: a float or a Keras schedule of the optimizer's step; `lr_scale`: a
+  variable multiplying it."""
   schedule = learning_rate
   if lr_scale is not None:
     schedule = ScaledSchedule(schedule, lr_scale)
   opt = tf.keras.optimizers.Adam(
       learning_rate=schedule,
-      beta_1=optim_cfg.beta1, beta_2=optim_cfg.beta2,
-      use_ema=ema is not None, ema_momentum=ema if ema is not None else 0.99)
+      beta_1=optim_cfg.beta1, beta_2=optim_cfg.beta2)
   opt.build(variables)
   return opt
 

@@ -3,26 +3,26 @@
 The release saves its networks with `model.save_weights(path)`: a TF checkpoint whose variables are
 named by the release's layer attributes (`conv_1/conv_2/kernel`, `block2/bn_1/gamma`, `lin_1/...`).
 `release_variables(model)` maps those names onto the variables of this project's networks (same
-layouts: nets.py, autoencoder.py), and `load_release_weights` copies them over, checking every name
+layouts: nets.py), and `load_release_weights` copies them over, checking every name
 and shape. Two facts of the release matter: its generators reshape the dense output as NCHW
 [-1, ngf, 4, 4] before transposing to NHWC (so the dense columns are permuted here), and its batch
 norms keep their initial statistics 0 / 1 with epsilon 1e-3 (as ours).
 
 `import_release` writes a workdir that `checkpoints.load_run` (and so sample.py, evaluate_fid.py,
-evaluate_ood.py, export.py) restores: config.json plus a checkpoint of the task's object graph.
+evaluate_ood.py, export.py) restores: config.json plus a checkpoint of the run's inference model.
 """
 import os
 
 import ml_collections
 import tensorflow as tf
 
-from tf_hat_ebm import autoencoder
-from tf_hat_ebm import checkpoints
+from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import nets
+from tf_hat_ebm import registry
 
 _SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
 # Sub-layers of a release block -> attribute of ours (nets.DiscriminatorBlock, GeneratorBlock,
-# autoencoder.DecoderStemBlock).
+# nets.DecoderStemBlock).
 _BLOCK_LAYERS = {'conv_1': 'c1', 'conv_2': 'c2', 'sc': 'c_sc', 'bn_1': 'b1', 'bn_2': 'b2'}
 _LAYER_VARIABLES = ('kernel', 'bias', 'gamma', 'beta', 'moving_mean', 'moving_variance')
 
@@ -57,10 +57,10 @@ def release_variables(model):
     return {**_layer('lin_1', model.dense),
             **_blocks([f'block{i + 2}' for i in range(n)], model.blocks),
             **_layer(f'bn_{n + 2}', model.bn), **_layer(f'conv_{n + 2}', model.to_image)}
-  if isinstance(model, autoencoder.Decoder):
+  if isinstance(model, nets.Decoder):
     return {**_blocks([f'block{i + 1}' for i in range(n)], model.blocks),
             **_layer(f'bn_{n + 1}', model.bn), **_layer(f'conv_{n + 1}', model.to_image)}
-  if isinstance(model, autoencoder.Encoder):
+  if isinstance(model, nets.Encoder):
     return {**_blocks([f'block{i + 1}' for i in range(n)], model.blocks),
             **_layer('conv2latent', model.to_latent)}
   raise TypeError(f'no release layout for {type(model).__name__}')
@@ -136,7 +136,6 @@ def _joint_generator(config, generator, decoder, encoder, generator_workdir):
   gcfg, data = config.generator, config.data
   gcfg.path = os.path.abspath(generator_workdir)
   if gcfg.source == 'sngan':
-    from tf_hat_ebm import sngan  # pylint: disable=g-import-not-at-top
     _require(generator, 'generator', 'a refinement config')
     # The release's generators keep batch-norm statistics 0 / 1 (epsilon 1e-3) and come without
     # a discriminator, so DDLS is not available on an imported refinement run.
@@ -144,22 +143,22 @@ def _joint_generator(config, generator, decoder, encoder, generator_workdir):
     config.model.disc_width = 0  # no discriminator (0 survives the defaults of load_config)
     model = load_release_weights(
         nets.make_generator(config.model, data.image_size, data.channels), generator)
-    gen_config = sngan.sngan_config()
+    gen_config = config_lib.defaults('sngan')
     gen_config.name = f'{config.name}_generator'
     gen_config.data = ml_collections.ConfigDict(config.data.to_dict())
     gen_config.model = ml_collections.ConfigDict(config.model.to_dict())
     return config, gen_config, dict(generator=model)
   if gcfg.source == 'autoencoder':
     _require(decoder, 'decoder', 'a retrofit config')
-    ae_config = autoencoder.autoencoder_config()
+    ae_config = config_lib.defaults('autoencoder')
     ae_config.name = f'{config.name}_autoencoder'
     ae_config.data = ml_collections.ConfigDict(config.data.to_dict())
     for key in ('gen_width', 'out_factor', 'init'):
       ae_config.model[key] = config.model[key]
-    items = dict(decoder=load_release_weights(autoencoder.make_decoder(ae_config), decoder))
+    items = dict(decoder=load_release_weights(nets.make_decoder(ae_config), decoder))
     if encoder:
       ae_config.model.enc_width = config.model.gen_width
-      items['encoder'] = load_release_weights(autoencoder.make_encoder(ae_config), encoder)
+      items['encoder'] = load_release_weights(nets.make_encoder(ae_config), encoder)
     return config, ae_config, items
   raise ValueError(f'generator.source {gcfg.source!r}: only sngan and autoencoder generators '
                    'are imported; point generator.path at your own model instead')
@@ -177,7 +176,6 @@ def import_release(config, workdir, hat, generator=None, decoder=None, encoder=N
   """
   _require(hat, 'hat', 'every import')
   step = int(config.training.num_steps if step is None else step)
-  strategy = tf.distribute.get_strategy()
   _check_new(workdir)
   if config.experiment == 'joint':
     generator_workdir = generator_workdir or os.path.join(workdir, 'generator')
@@ -188,15 +186,15 @@ def import_release(config, workdir, hat, generator=None, decoder=None, encoder=N
     hat_model = load_release_weights(
         nets.make_hat(config.model, data.image_size, data.channels), hat)
     _write_workdir(generator_workdir, gen_config, step, gen_items)
-    task = checkpoints.TASK_BUILDERS['joint'](config, strategy)  # loads the generator just written
-    task.hat.set_weights(hat_model.get_weights())
+    model = registry.get('joint').inference_model(config)  # loads the generator just written
+    model.hat.set_weights(hat_model.get_weights())
   elif config.experiment == 'synthesis':
     _require(generator, 'generator', 'a synthesis config')
-    task = checkpoints.TASK_BUILDERS['synthesis'](config, strategy)
-    load_release_weights(task.hat, hat)
-    load_release_weights(task.generator, generator)
+    model = registry.get('synthesis').inference_model(config)
+    load_release_weights(model.hat, hat)
+    load_release_weights(model.generator, generator)
   else:
     raise ValueError(f'config.experiment {config.experiment!r}: the release publishes synthesis, '
                      'refinement and retrofit models only')
-  _write_workdir(workdir, config, step, task.checkpoint_items())
+  _write_workdir(workdir, config, step, model.checkpoint_items())
   return workdir

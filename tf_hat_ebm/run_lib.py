@@ -6,7 +6,6 @@ non-zero exit code (1; 130 for Ctrl-C). Programming errors keep their traceback.
 """
 import errno
 import fnmatch
-import importlib
 import json
 import math
 import os
@@ -20,6 +19,7 @@ import tensorflow as tf
 from tf_hat_ebm import checkpoints
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import nets
+from tf_hat_ebm import registry
 from tf_hat_ebm.trainer import DivergenceError
 from tf_hat_ebm.trainer import Trainer
 
@@ -33,20 +33,9 @@ FLOAT32_MAX = float(tf.float32.max)
 CHAIN_SECTIONS = ('langevin', 'sampling', 'ddls')
 
 
-# experiment -> (module, task class). Only the module of the run's experiment is imported: the
-# SN-GAN one pulls in TF-GAN and TF Probability, seconds of start-up a synthesis run does not need.
-TASKS = {'synthesis': ('tf_hat_ebm.synthesis', 'SynthesisTask'),
-         'joint': ('tf_hat_ebm.refinement', 'JointTask'),
-         'sngan': ('tf_hat_ebm.sngan', 'SNGANTask'),
-         'autoencoder': ('tf_hat_ebm.autoencoder', 'AutoencoderTask')}
-
-
 def task_class(config):
-  """The task class of config.experiment (each experiment kind registers one)."""
-  if config.experiment not in TASKS:
-    raise ValueError(f'unknown experiment {config.experiment!r}; known: {", ".join(TASKS)}')
-  module, name = TASKS[config.experiment]
-  return getattr(importlib.import_module(module), name)
+  """The task class of config.experiment (registry.py)."""
+  return registry.for_config(config).task_class()
 
 
 def _check_number(field, value, low, strict=False, integer=False):

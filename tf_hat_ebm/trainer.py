@@ -1,22 +1,13 @@
-"""The one training loop of tf_hat_ebm: every experiment is a task run through `Trainer`.
+"""The one training loop of tf_hat_ebm: every experiment is a task (tasks/base.py) run by `Trainer`.
 
-A task owns its models, optimizers and replica-local state and exposes
-  metric_names, replica_step(batch) -> {metric: scalar}, checkpoint_items(), initialize(),
-  learning_rates(), grid_samples(n) -> {'x', 'g_z', 'y'} (optional; missing panels are skipped).
-Optional task attributes (generic hooks, each off by default):
-  batches_per_step: the iterator yields this many batches at once per step (SN-GAN: 5 D steps);
-  progress_metrics: metrics shown on the progress bar (default energy_diff, gen_loss);
-  evaluate() -> {metric: float}: called every config.training.eval_every steps (autoencoder).
-The trainer owns everything else: the strategy-distributed input, `steps_per_loop` training steps
-per host call inside one tf.function, checkpoints (resume), TensorBoard summaries, sample grids,
-the progress bar, the divergence guards (non-finite values; a finite runaway, guard.py), the
-workdir lock and clean exit on SIGTERM.
-
-Workdir layout (score_sde's): checkpoints/, tensorboard/, samples/, config.json, train.lock;
-run_info.json (run_info.py) records the precision, hardware and timing of every run.
+The trainer owns everything but the task's state and step: the strategy-distributed input,
+`steps_per_loop` training steps per host call inside one tf.function, resume, checkpoints,
+TensorBoard summaries, sample grids, evaluations, the progress bar, the divergence guards
+(non-finite values; a finite runaway, guard.py) and clean exit on SIGTERM. The workdir's layout,
+lock, config check and checkpoint managers are in workdir.py; run_info.py records the precision,
+hardware and timing of every run.
 """
 import contextlib
-import json
 import os
 import signal
 import threading
@@ -30,6 +21,7 @@ from tf_hat_ebm import guard as guard_lib
 from tf_hat_ebm import images as images_lib
 from tf_hat_ebm import run_info
 from tf_hat_ebm import workdir as workdir_lib
+from tpu_utils.strategy import worker_info
 
 
 class DivergenceError(RuntimeError):
@@ -55,32 +47,11 @@ class Trainer:
       self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name='step',
                               aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
     self.num_workers, self.worker_index, self.is_chief = worker_info(strategy)
-    keep = config.training.keep_checkpoints
-    local_items = task.local_checkpoint_items() if hasattr(task, 'local_checkpoint_items') else {}
-    if self.num_workers == 1:
-      # One checkpoint holds everything, replica-local parts (the bank) included.
-      self.checkpoint = tf.train.Checkpoint(step=self.step, **task.checkpoint_items(),
-                                            **local_items)
-      self.local_checkpoint = self.local_manager = None
-      write_dir = self.ckpt_dir
-    else:
-      # Multi-worker: the chief writes the replicated state to checkpoints/, the others to a
-      # temporary directory they delete (tf.distribute's convention). Replica-local state differs
-      # per worker, so every worker also keeps its own checkpoints/local/worker<i>/.
-      self.checkpoint = tf.train.Checkpoint(step=self.step, **task.checkpoint_items())
-      self.local_checkpoint = tf.train.Checkpoint(**local_items)
-      self.local_manager = tf.train.CheckpointManager(
-          self.local_checkpoint, os.path.join(self.ckpt_dir, 'local', f'worker{self.worker_index}'),
-          max_to_keep=keep, step_counter=self.step)
-      write_dir = (self.ckpt_dir if self.is_chief else
-                   os.path.join(self.ckpt_dir, f'.tmp_worker{self.worker_index}'))
-    self.manager = tf.train.CheckpointManager(self.checkpoint, write_dir, max_to_keep=keep,
-                                              step_counter=self.step)
-    # Archived snapshots of the replicated state, never deleted (score_sde's checkpoints-meta vs
-    # checkpoints split), written by the chief only.
-    self.archive = (tf.train.CheckpointManager(
-        self.checkpoint, os.path.join(self.ckpt_dir, 'archive'), max_to_keep=None,
-        step_counter=self.step) if self.is_chief else None)
+    (self.checkpoint, self.manager, self.local_checkpoint, self.local_manager,
+     self.archive) = workdir_lib.checkpoint_managers(
+         self.ckpt_dir, self.step, task.checkpoint_items(), task.local_checkpoint_items(),
+         config.training.keep_checkpoints, self.worker_index, self.is_chief,
+         self.num_workers > 1)
     self._stop_requested = False
     self._rollbacks = 0
     # The checkpoint restored or saved by this process while the guards were quiet.
@@ -101,7 +72,7 @@ class Trainer:
     if spec is not None and str(spec) == workdir_lib.LATEST_INTACT:
       return self._restore_latest_intact(steps)
     if spec is not None and str(spec) != '':
-      path = workdir_lib.resolve_checkpoint(self.ckpt_dir, spec)
+      path = workdir_lib.checkpoint_path(self.ckpt_dir, spec)
       try:
         self._restore(path)
       except ValueError as e:
@@ -179,9 +150,7 @@ class Trainer:
   def check_state_finite(self, step):
     """Raises DivergenceError unless every float variable of the checkpointed state is finite:
     one reduction per checkpoint item, on device, one host transfer."""
-    items = {**self.task.checkpoint_items()}
-    if hasattr(self.task, 'local_checkpoint_items'):
-      items.update(self.task.local_checkpoint_items())
+    items = {**self.task.checkpoint_items(), **self.task.local_checkpoint_items()}
     names = sorted(items)
     if self._finite_fn is None:
       groups = [[v for v in _variables(items[k]) if v.dtype.is_floating] for k in names]
@@ -199,55 +168,17 @@ class Trainer:
           f'non-finite weights in {", ".join(bad)} at step {step}; not saved; '
           f'last good checkpoint: {self.last_good or "none"}')
 
-  def _check_config(self):
-    """Refuses a workdir whose checkpoints were made by a config with other networks or data."""
-    try:
-      tf.io.gfile.makedirs(self.workdir)
-    except tf.errors.OpError as e:
-      raise PermissionError(f'cannot create workdir {self.workdir}: {e.message}') from e
-    path = os.path.join(self.workdir, 'config.json')
-    # Any checkpoint file counts, not only one the state file names (it may be damaged).
-    if tf.io.gfile.exists(path) and workdir_lib.checkpoint_steps(self.ckpt_dir):
-      # Through load_config: a config.json of an older version gets the defaults it ran with.
-      from tf_hat_ebm import checkpoints  # pylint: disable=g-import-not-at-top
-      previous = checkpoints.load_config(self.workdir).to_dict()
-      current = json.loads(self.config.to_json_best_effort())
-      saved = _lookup(previous, 'training.checkpoint_data_iterator')
-      if saved is not None and saved != self.config.training.checkpoint_data_iterator:
-        # The checkpoints do (or do not) hold the input position: they restore only as written.
-        raise ValueError(f'training.checkpoint_data_iterator was {saved} when the checkpoints of '
-                         f'{self.workdir} were written; resume with '
-                         f'--config.training.checkpoint_data_iterator={saved}')
-      changed = [f'{k}: {_lookup(previous, k)!r} -> {_lookup(current, k)!r}'
-                 for k in STRUCTURAL_KEYS if _lookup(previous, k) != _lookup(current, k)]
-      if changed and not self.allow_config_change:
-        raise ValueError(f'workdir {self.workdir} was made by a different config '
-                         f'({"; ".join(changed)}); use a new --workdir, or '
-                         '--allow_config_change to resume anyway')
-
-  def _write_config(self):
-    """Writes config.json, once the restore succeeded (so it always matches the checkpoints)."""
-    if not self.is_chief:
-      return
-    path = os.path.join(self.workdir, 'config.json')
-    try:
-      with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
-        f.write(self.config.to_json_best_effort(indent=2))
-      tf.io.gfile.rename(path + '.tmp', path, overwrite=True)
-    except tf.errors.OpError as e:
-      raise PermissionError(f'cannot write to workdir {self.workdir}: {e.message}') from e
-
   # ---- input ---------------------------------------------------------------------------------
   def _iterator(self):
     cfg, batch = self.config.data, self.config.training.batch_size
     # Tasks taking several batches per step (SN-GAN's n_dis discriminator steps) get them at once.
-    batch *= getattr(self.task, 'batches_per_step', 1)
+    batch *= self.task.batches_per_step
     dataset = self.strategy.distribute_datasets_from_function(
         lambda ctx: data_lib.train_dataset(cfg, batch, ctx))
     return iter(dataset)
 
   # ---- the loop ------------------------------------------------------------------------------
-  def _make_train_loop(self):
+  def make_train_loop(self):
     task, strategy, step = self.task, self.strategy, self.step
     names = task.metric_names
 
@@ -278,7 +209,8 @@ class Trainer:
     t = self.config.training
     end = int(num_steps or t.num_steps)
     check_training_config(t, end)
-    self._check_config()
+    workdir_lib.check_config(self.workdir, self.config, self.ckpt_dir,
+                             self.allow_config_change)
     lock = (workdir_lib.WorkdirLock(self.workdir, log=self._log) if self.is_chief
             else contextlib.nullcontext())
     with lock:
@@ -300,15 +232,16 @@ class Trainer:
     if end < step:
       raise ValueError(f'training.num_steps {end} is below step {step} of the restored '
                        'checkpoint; ask for more steps (or resume an older one with --checkpoint)')
-    self._write_config()
+    if self.is_chief:
+      workdir_lib.write_config(self.workdir, self.config)
     if end == step:
       self._log(f'Already at step {step} = training.num_steps: nothing to train.')
       return {}
     run.start(self.task, self.strategy, step)
     writer = (tf.summary.create_file_writer(os.path.join(self.workdir, 'tensorboard'))
               if self.is_chief else tf.summary.create_noop_writer())
-    train_loop = self._make_train_loop()
-    shown = getattr(self.task, 'progress_metrics', ('energy_diff', 'gen_loss'))
+    train_loop = self.make_train_loop()
+    shown = self.task.progress_metrics
     progbar = tf.keras.utils.Progbar(end, stateful_metrics=list(self.task.metric_names) +
                                      ['steps/s']) if self.verbose and self.is_chief else None
     if progbar is not None and step:
@@ -334,7 +267,7 @@ class Trainer:
               for k, v in {**metrics, **self.task.learning_rates(),
                            'steps_per_sec': rate}.items():
                 tf.summary.scalar(k, v)
-          if hasattr(self.task, 'evaluate') and (_due(step, _eval_every(t)) or step == end):
+          if _eval_every(t) and (_due(step, _eval_every(t)) or step == end):
             self.evaluate(writer, step)
           if _due(step, t.sample_every) or step == end:
             self.write_grids(writer, step)
@@ -398,8 +331,6 @@ class Trainer:
     return results
 
   def write_grids(self, writer, step):
-    if not hasattr(self.task, 'grid_samples'):
-      return
     grids = self.task.grid_samples(self.config.training.num_grid_samples)
     # A task without a residual (SN-GAN, autoencoder) returns only the panels it has.
     panels = {name: images_lib.to_uint8(grids[key], magnify=magnify)
@@ -421,7 +352,7 @@ class Trainer:
     t = self.config.training
     allowed = (guard_lib.resolve_action(t) == 'rollback' if isinstance(error, RunawayError)
                else t.rollback_on_divergence)
-    if not allowed or not hasattr(self.task, 'lr_scale'):
+    if not allowed:
       return False
     if self.last_good is None or self._rollbacks >= t.max_rollbacks:
       if self._rollbacks:
@@ -431,8 +362,7 @@ class Trainer:
     self._restore(self.last_good)
     factor = t.rollback_lr_factor ** self._rollbacks
     self.task.lr_scale.assign(self.task.lr_scale * factor)
-    if hasattr(self.task, 'rng'):
-      self.task.rng.reset_from_seed([self.config.seed, self._rollbacks])
+    self.task.rng.reset_from_seed([self.config.seed, self._rollbacks])
     step = int(self.step.numpy())
     self.guard.reset(step)
     self._log(f'\n{error}\nRolled back to {self.last_good} (step {step}); learning rates '
@@ -493,34 +423,6 @@ def _variables(item):
     return [item]
   variables = getattr(item, 'variables', [])
   return list(variables() if callable(variables) else variables)
-
-
-def worker_info(strategy):
-  """(number of workers, this worker's index, is chief) of a strategy; (1, 0, True) if local."""
-  resolver = getattr(strategy, 'cluster_resolver', None)
-  if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
-    return 1, 0, True
-  spec = resolver.cluster_spec().as_dict()
-  workers, chiefs = len(spec.get('worker', [])), len(spec.get('chief', []))
-  if workers + chiefs <= 1:
-    return 1, 0, True
-  task_type, task_id = resolver.task_type, int(resolver.task_id or 0)
-  is_chief = task_type == 'chief' or (task_type == 'worker' and task_id == 0 and not chiefs)
-  index = task_id + (chiefs if task_type == 'worker' else 0)
-  return workers + chiefs, index, is_chief
-
-
-# Config fields that decide the shapes in a checkpoint, or what the run means: a workdir made with
-# other values is not resumed (other fields, e.g. num_steps or logging, may change on resume).
-STRUCTURAL_KEYS = ('experiment', 'data.name', 'data.image_size', 'data.channels', 'model',
-                   'training.batch_size', 'training.bank_size', 'training.generator_update',
-                   'langevin.temperature')
-
-
-def _lookup(tree, dotted):
-  for key in dotted.split('.'):
-    tree = tree.get(key) if isinstance(tree, dict) else None
-  return tree
 
 
 def _eval_every(training_cfg):

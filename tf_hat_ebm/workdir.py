@@ -1,4 +1,7 @@
-"""Workdir housekeeping of the trainer: the run lock, checkpoint discovery, orphan clean-up.
+"""A training workdir: its layout, lock, config check, checkpoint managers and housekeeping.
+
+Layout (score_sde's): checkpoints/ (ckpt-N, archive/, local/worker<i>/ with several workers),
+tensorboard/, samples/, config.json, run_info.json, train.lock.
 
 Nothing here deletes a checkpoint: a resume that cannot tell which checkpoint to use stops and
 says which ones exist (`resume_error`); only the exact leftovers of a killed write are removed.
@@ -98,7 +101,7 @@ def checkpoint_steps(ckpt_dir):
   return sorted(steps, reverse=True)
 
 
-def resolve_checkpoint(ckpt_dir, spec):
+def checkpoint_path(ckpt_dir, spec):
   """The checkpoint prefix a --checkpoint=PATH_OR_STEP names (a step means ckpt_dir/ckpt-STEP)."""
   spec = str(spec).strip()
   if spec.isdigit():
@@ -138,3 +141,85 @@ def clean_orphans(workdir, ckpt_dirs, log=print):
   if removed:
     log(f'Removed {len(removed)} leftover(s) of an interrupted save: {", ".join(removed)}')
   return removed
+
+
+# ---- the config a workdir was made with ---------------------------------------------------------
+# Config fields that decide the shapes in a checkpoint, or what the run means: a workdir made with
+# other values is not resumed (other fields, e.g. num_steps or logging, may change on resume).
+STRUCTURAL_KEYS = ('experiment', 'data.name', 'data.image_size', 'data.channels', 'model',
+                   'training.batch_size', 'training.bank_size', 'training.generator_update',
+                   'langevin.temperature')
+
+
+def _lookup(tree, dotted):
+  for key in dotted.split('.'):
+    tree = tree.get(key) if isinstance(tree, dict) else None
+  return tree
+
+
+def check_config(workdir, config, ckpt_dir, allow_change=False):
+  """Refuses a workdir whose checkpoints were made by a config with other networks or data."""
+  try:
+    tf.io.gfile.makedirs(workdir)
+  except tf.errors.OpError as e:
+    raise PermissionError(f'cannot create workdir {workdir}: {e.message}') from e
+  path = os.path.join(workdir, 'config.json')
+  # Any checkpoint file counts, not only one the state file names (it may be damaged).
+  if not (tf.io.gfile.exists(path) and checkpoint_steps(ckpt_dir)):
+    return
+  # Through load_config: a config.json of an older version gets the defaults it ran with.
+  from tf_hat_ebm import checkpoints  # pylint: disable=g-import-not-at-top
+  previous = checkpoints.load_config(workdir).to_dict()
+  current = json.loads(config.to_json_best_effort())
+  saved = _lookup(previous, 'training.checkpoint_data_iterator')
+  if saved is not None and saved != config.training.checkpoint_data_iterator:
+    # The checkpoints do (or do not) hold the input position: they restore only as written.
+    raise ValueError(f'training.checkpoint_data_iterator was {saved} when the checkpoints of '
+                     f'{workdir} were written; resume with '
+                     f'--config.training.checkpoint_data_iterator={saved}')
+  changed = [f'{k}: {_lookup(previous, k)!r} -> {_lookup(current, k)!r}'
+             for k in STRUCTURAL_KEYS if _lookup(previous, k) != _lookup(current, k)]
+  if changed and not allow_change:
+    raise ValueError(f'workdir {workdir} was made by a different config '
+                     f'({"; ".join(changed)}); use a new --workdir, or '
+                     '--allow_config_change to resume anyway')
+
+
+def write_config(workdir, config):
+  """Writes config.json, once the restore succeeded (so it always matches the checkpoints)."""
+  path = os.path.join(workdir, 'config.json')
+  try:
+    with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
+      f.write(config.to_json_best_effort(indent=2))
+    tf.io.gfile.rename(path + '.tmp', path, overwrite=True)
+  except tf.errors.OpError as e:
+    raise PermissionError(f'cannot write to workdir {workdir}: {e.message}') from e
+
+
+# ---- checkpoint managers -------------------------------------------------------------------------
+def checkpoint_managers(ckpt_dir, step, items, local_items, keep, worker_index=0, is_chief=True,
+                        multi_worker=False):
+  """(checkpoint, manager, local checkpoint, local manager, archive manager) of a run.
+
+  One worker: one checkpoint holds everything, replica-local parts (the bank) included. Several:
+  the chief writes the replicated state to checkpoints/, the others to a temporary directory they
+  delete (tf.distribute's convention), and every worker keeps its replica-local state in its own
+  checkpoints/local/worker<i>/. Archived snapshots (checkpoints/archive/, never deleted; score_sde's
+  checkpoints-meta vs checkpoints split) are written by the chief only.
+  """
+  local_checkpoint = local_manager = None
+  if not multi_worker:
+    checkpoint = tf.train.Checkpoint(step=step, **items, **local_items)
+    write_dir = ckpt_dir
+  else:
+    checkpoint = tf.train.Checkpoint(step=step, **items)
+    local_checkpoint = tf.train.Checkpoint(**local_items)
+    local_manager = tf.train.CheckpointManager(
+        local_checkpoint, os.path.join(ckpt_dir, 'local', f'worker{worker_index}'),
+        max_to_keep=keep, step_counter=step)
+    write_dir = ckpt_dir if is_chief else os.path.join(ckpt_dir, f'.tmp_worker{worker_index}')
+  manager = tf.train.CheckpointManager(checkpoint, write_dir, max_to_keep=keep, step_counter=step)
+  archive = (tf.train.CheckpointManager(checkpoint, os.path.join(ckpt_dir, 'archive'),
+                                        max_to_keep=None, step_counter=step)
+             if is_chief else None)
+  return checkpoint, manager, local_checkpoint, local_manager, archive

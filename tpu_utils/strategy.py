@@ -64,3 +64,18 @@ def check_batch_split(global_batch_size, strategy):
     raise ValueError(f'global batch {global_batch_size} cannot be split evenly over {replicas} '
                      'replicas')
   return global_batch_size // replicas
+
+
+def worker_info(strategy):
+  """(number of workers, this worker's index, is chief) of a strategy; (1, 0, True) if local."""
+  resolver = getattr(strategy, 'cluster_resolver', None)
+  if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
+    return 1, 0, True
+  spec = resolver.cluster_spec().as_dict()
+  workers, chiefs = len(spec.get('worker', [])), len(spec.get('chief', []))
+  if workers + chiefs <= 1:
+    return 1, 0, True
+  task_type, task_id = resolver.task_type, int(resolver.task_id or 0)
+  is_chief = task_type == 'chief' or (task_type == 'worker' and task_id == 0 and not chiefs)
+  index = task_id + (chiefs if task_type == 'worker' else 0)
+  return workers + chiefs, index, is_chief

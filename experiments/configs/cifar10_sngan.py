@@ -1,20 +1,11 @@
-"""SN-GAN on CIFAR-10 32x32, Mimicry's settings (ndf 128, ngf 256, 100k G steps, batch 64)."""
-from tf_hat_ebm.sngan import sngan_config
+"""SN-GAN on CIFAR-10 32x32 with Mimicry's settings (the sngan defaults), refinement's base.
+
+  python experiments/train_sngan.py --config=experiments/configs/cifar10_sngan.py
+"""
+from tf_hat_ebm import config as config_lib
 
 
 def get_config():
-  config = sngan_config()
+  config = config_lib.defaults('sngan')
   config.name = 'cifar10_sngan'
-  config.data.name = 'cifar10'
-  config.data.image_size = 32
-  config.data.channels = 3
-  config.model.init = 'mimicry'   # Mimicry's SN-GAN: gain sqrt(2) on the residual path
-  config.model.gen_width = 256
-  config.model.disc_width = 128
-  config.model.z_dim = 128
-  config.training.batch_size = 64
-  config.training.num_steps = 100_000
-  config.training.n_dis = 5
-  config.training.checkpoint_every = 5000
-  config.training.sample_every = 5000
   return config

@@ -9,63 +9,56 @@ digits classifier's features, and digits_eval's scores) with the real test digit
 import numpy as np
 import tensorflow as tf
 
-from tf_hat_ebm import checkpoints
 from tf_hat_ebm import digits_eval
+from tf_hat_ebm import export
 from tf_hat_ebm import langevin
 from tf_hat_ebm.evaluation import fid
-from tf_hat_ebm.refinement import JointTask
 
 
-def load_task(config, workdir, checkpoint=None):
-  """The joint task of `workdir` with its hat network of `checkpoint` (default: latest)."""
-  path = checkpoints.resolve_checkpoint(workdir, checkpoint)
-  task = JointTask(config, tf.distribute.get_strategy())
-  try:
-    tf.train.Checkpoint(hat=task.hat).restore(path).expect_partial()
-  except (tf.errors.OpError, ValueError, IndexError) as e:  # IndexError: a truncated .data file
-    raise ValueError(f'cannot restore the hat network from {path}: '
-                     f'{str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}'
-                     ) from e
-  return task, int(path.rsplit('-', 1)[-1])
-
-
-def make_sampler(task, config):
-  """f(z0, seed) -> {'generator', 'ddls' (when G comes with a discriminator), 'hat_ebm'} tensors.
+def make_sampler(run):
+  """f(z0, seed) -> {'generator', 'ddls' (when G comes with a discriminator), 'hat_ebm'} tensors
+  of a restored joint run (checkpoints.load_run).
 
   Every method starts from the same Z0; the chains' noise comes from a generator seeded `seed`.
+  The Hat EBM samples through the exported module's chain: what export.py saves is what is scored.
   """
-  ddls = langevin.DDLSSettings.from_config(config.ddls)
+  model = run.model
+  module = export.build_module(run)
+  ddls = langevin.ChainSettings.from_config(run.config.ddls)
   rng = tf.random.Generator.from_seed(0)
 
   @tf.function
   def sample(z0, seed):
     rng.reset_from_seed(seed)
-    out = {'generator': langevin.generate(task.generator, z0)}
-    if task.discriminator is not None:
-      out['ddls'] = langevin.sample_ddls(task.discriminator, task.generator, rng, ddls, z0=z0)[1]
-    out['hat_ebm'] = task.replica_sample(rng, tf.shape(z0)[0], task.sampling_settings, z0=z0)[0]
+    # G alone sees the chain's Z0 (on the decoder's sphere when the chain keeps Z there).
+    z_start = langevin.initial_latent(model.generator, rng, model.sampling, z0=z0)
+    out = {'generator': langevin.generate(model.generator, z_start)}
+    if model.discriminator is not None:
+      out['ddls'] = langevin.sample_ddls(model.discriminator, model.generator, rng, ddls,
+                                         z0=z0)[1]
+    out['hat_ebm'] = module.chain(rng, latents=z0)['images']
     # every method is scored as an image in the data range, as the Hat EBM's samples are
     return {k: tf.clip_by_value(v, -1.0, 1.0) for k, v in out.items()}
 
   return sample
 
 
-def latent_batches(task, num, seed, batch_size=250):
+def latent_batches(model, num, seed, batch_size=250):
   """(Z0, seed) of each batch of `num` latents; Z0 of batch b from seed + b."""
   for b, start in enumerate(range(0, num, batch_size)):
     n = min(batch_size, num - start)
-    z0 = tf.random.Generator.from_seed(seed + b).normal([n, *task.generator.latent_shape])
+    z0 = tf.random.Generator.from_seed(seed + b).normal([n, *model.generator.latent_shape])
     yield z0, tf.constant(seed + b, tf.int64)
 
 
-def sample_all(task, sampler, num, seed, batch_size=250):
+def sample_all(model, sampler, num, seed, batch_size=250):
   """`num` samples of every method, in batches; Z0 of batch b from seed + b."""
   parts = [{k: v.numpy() for k, v in sampler(z0, s).items()}
-           for z0, s in latent_batches(task, num, seed, batch_size)]
+           for z0, s in latent_batches(model, num, seed, batch_size)]
   return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
-def method_fids(task, sampler, feature_net, reference, num, runs, seed=0, batch_size=250,
+def method_fids(model, sampler, feature_net, reference, num, runs, seed=0, batch_size=250,
                 verbose=False):
   """{method: [FID per run]}: every method's samples from the same Z0, scored against `reference`
   activations with one feature network. Run r draws fresh latents (seed + 1_000_003 * (r + 1));
@@ -75,7 +68,7 @@ def method_fids(task, sampler, feature_net, reference, num, runs, seed=0, batch_
     if verbose:
       print(f'FID run {r + 1}/{runs}: {num} samples per method', flush=True)
     acts = {}
-    for z0, s in latent_batches(task, num, seed + 1_000_003 * (r + 1), batch_size):
+    for z0, s in latent_batches(model, num, seed + 1_000_003 * (r + 1), batch_size):
       for name, x in sampler(z0, s).items():
         acts.setdefault(name, []).append(fid.activations([x], feature_net, verbose=False))
     for name, parts in acts.items():
@@ -83,7 +76,7 @@ def method_fids(task, sampler, feature_net, reference, num, runs, seed=0, batch_
   return fids
 
 
-def digits_table(task, sampler, config, first, feature_net, cache_dir, fid_samples=1000,
+def digits_table(model, sampler, config, first, feature_net, cache_dir, fid_samples=1000,
                  fid_runs=2, seed=0, batch_size=250):
   """Scores of every method and of the real test digits.
 
@@ -96,7 +89,7 @@ def digits_table(task, sampler, config, first, feature_net, cache_dir, fid_sampl
     data = config.data
     train = fid.data_activations(data, data.train_split, feature_net, cache_dir, verbose=False)
     test = fid.data_activations(data, data.test_split, feature_net, cache_dir, verbose=False)
-    runs = method_fids(task, sampler, feature_net, train, fid_samples, fid_runs, seed, batch_size)
+    runs = method_fids(model, sampler, feature_net, train, fid_samples, fid_runs, seed, batch_size)
     for name, values in runs.items():
       table[name]['fid'], table[name]['fid_std'] = fid.mean_std(values)
     table['test digits'].update(fid=fid.frechet_distance(train, test), fid_std=0.0)

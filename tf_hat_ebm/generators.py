@@ -1,0 +1,195 @@
+"""The frozen generator G of a joint Hat EBM, from wherever it comes (config.generator).
+
+  source='sngan'        path = workdir of experiments/train_sngan.py (also gives D for DDLS)
+  source='autoencoder'  path = workdir of experiments/train_autoencoder.py (its decoder)
+  source='savedmodel'   path = a SavedModel directory (Keras, or tf.Module with __call__)
+  source='factory'      path = 'package.module:function'; function() returns a Keras model
+Any latent -> image callable will do, which is the paper's point: the Hat EBM needs no
+probabilistic generator. For 'savedmodel' and 'factory' the config declares latent_shape and
+output_range; outputs are mapped linearly from output_range to the [-1, 1] of the data.
+"""
+import importlib
+
+import tensorflow as tf
+
+from tf_hat_ebm import checkpoints
+from tf_hat_ebm import nets
+
+SOURCES = ('sngan', 'autoencoder', 'savedmodel', 'factory')
+
+
+class FrozenGenerator(tf.Module):
+  """Any latent -> image callable as a frozen generator: latent_shape, outputs mapped to [-1, 1]."""
+
+  def __init__(self, model, latent_shape, output_range=(-1.0, 1.0), keras=True, name='frozen'):
+    super().__init__(name=name)
+    self.model = model
+    self.latent_shape = tuple(int(d) for d in latent_shape)
+    self.low, self.high = float(output_range[0]), float(output_range[1])
+    self._keras = keras
+    if keras:
+      model.trainable = False
+
+  def __call__(self, z, training=False):
+    del training  # always inference mode: G is frozen
+    out = self.model(z, training=False) if self._keras else self.model(z)
+    out = tf.cast(out, tf.float32)
+    if (self.low, self.high) != (-1.0, 1.0):
+      out = 2.0 * (out - self.low) / (self.high - self.low) - 1.0
+    return out
+
+
+def load(config):
+  """(frozen generator, SN-GAN discriminator or None) named by config.generator, shape-checked."""
+  gcfg, data = config.generator, config.data
+  if gcfg.source not in SOURCES:
+    raise ValueError(f'generator.source must be one of {SOURCES}, not {gcfg.source!r}')
+  if not gcfg.path:
+    raise ValueError(f'set generator.path for generator source {gcfg.source!r}')
+  discriminator = None
+  if gcfg.source == 'sngan':
+    model, discriminator = load_sngan(gcfg.path, config)
+    generator = FrozenGenerator(model, model.latent_shape)
+  elif gcfg.source == 'autoencoder':
+    decoder = load_decoder(gcfg.path, config)
+    generator = FrozenGenerator(decoder, decoder.latent_shape)
+  else:
+    if not gcfg.latent_shape:
+      raise ValueError(f'generator source {gcfg.source!r} needs generator.latent_shape')
+    model, keras = (_load_savedmodel(gcfg.path) if gcfg.source == 'savedmodel'
+                    else _load_factory(gcfg.path))
+    generator = FrozenGenerator(model, gcfg.latent_shape, gcfg.output_range, keras=keras)
+  check_generator(generator, (data.image_size, data.image_size, data.channels),
+                  f'{gcfg.source} generator {gcfg.path}')
+  return generator, discriminator
+
+
+def untrained(config):
+  """A generator of config's networks with fresh weights (benchmarks, tests)."""
+  data = config.data
+  if config.generator.source == 'autoencoder':
+    model = nets.make_decoder(config)
+  else:
+    model = nets.make_generator(config.model, data.image_size, data.channels)
+  return FrozenGenerator(model, model.latent_shape)
+
+
+def check_generator(generator, image_shape, what):
+  """Fails, naming both shapes, when G does not map its latents to the config's images."""
+  z = tf.zeros([1, *generator.latent_shape])
+  try:
+    out = generator(z)
+  except (ValueError, TypeError, tf.errors.InvalidArgumentError) as e:
+    raise ValueError(f'{what} does not accept latents of shape {list(generator.latent_shape)}: '
+                     f'{str(e).strip().splitlines()[0]}') from e
+  if tuple(out.shape[1:]) != tuple(image_shape):
+    raise ValueError(f'{what} maps latents {list(generator.latent_shape)} to images '
+                     f'{list(out.shape[1:])}; the config expects images {list(image_shape)}')
+
+
+# ---- project networks restored from a training workdir ------------------------------------------
+def load_sngan(workdir, config, checkpoint=None):
+  """(G, D) of the SN-GAN run in `workdir`, frozen, built from config.model; D is None with
+  model.disc_width 0 (an imported generator). A checkpoint of other networks fails naming the
+  checkpoint's shapes and the config's, before anything trains."""
+  data = config.data
+  path = checkpoints.resolve_checkpoint(workdir, checkpoint, what='SN-GAN',
+                                        script='experiments/train_sngan.py')
+  check_generator_checkpoint(path, config.model, data.image_size, data.channels)
+  items = dict(generator=nets.make_generator(config.model, data.image_size, data.channels))
+  if config.model.get('disc_width'):
+    items['discriminator'] = nets.make_discriminator(config.model, data.image_size,
+                                                     data.channels)
+  checkpoints.restore(path, items, 'the SN-GAN')
+  for model in items.values():
+    model.trainable = False
+  return items['generator'], items.get('discriminator')
+
+
+def load_decoder(workdir, config, checkpoint=None):
+  """The frozen decoder of the autoencoder run in `workdir`, checked against `config`."""
+  data = config.data
+  path = checkpoints.resolve_checkpoint(workdir, checkpoint, what='autoencoder',
+                                        script='experiments/train_autoencoder.py')
+  wanted = (data.image_size, data.channels, config.model.gen_width,
+            nets.latent_shape_for(data.image_size))
+  try:
+    saved = checkpoints.load_config(workdir)
+  except ValueError:
+    saved = None  # no config.json beside the checkpoints (an imported decoder): shapes decide
+  if saved is not None:
+    size = saved.data.image_size
+    have = (size, saved.data.channels, saved.model.gen_width, nets.latent_shape_for(size))
+    if have != wanted:
+      raise ValueError(f'autoencoder in {workdir} does not match the config: it has '
+                       f'{_describe_decoder(*have)}; config expects {_describe_decoder(*wanted)}')
+  decoder = nets.make_decoder(config)
+  checkpoints.restore(path, dict(decoder=decoder), f'the decoder ({_describe_decoder(*wanted)})')
+  decoder.trainable = False
+  return decoder
+
+
+def _describe_decoder(image_size, channels, width, latent_shape):
+  return (f'image {image_size}x{image_size}x{channels}, decoder width {width}, '
+          f'latent {list(latent_shape)}')
+
+
+def generator_checkpoint_shapes(path, prefix='generator'):
+  """(image size, channels, width, latent shape) of the project generator saved at `path`."""
+  shapes = dict(tf.train.list_variables(path))
+  dense = shapes.get(f'{prefix}/dense/kernel/.ATTRIBUTES/VARIABLE_VALUE')
+  to_image = shapes.get(f'{prefix}/to_image/kernel/.ATTRIBUTES/VARIABLE_VALUE')
+  if dense is None or to_image is None:
+    raise ValueError(f'{path} holds no SN-GAN generator (no {prefix}/dense and {prefix}/to_image)')
+  blocks = {name.split('/')[2] for name in shapes if name.startswith(f'{prefix}/blocks/')}
+  return 4 * 2**len(blocks), int(to_image[-1]), int(dense[1]) // 16, (int(dense[0]),)
+
+
+def describe(image_size, channels, width, latent_shape):
+  return (f'image {image_size}x{image_size}x{channels}, generator width {width}, '
+          f'latent {list(latent_shape)}')
+
+
+def check_generator_checkpoint(path, config_model, image_size, channels):
+  saved = generator_checkpoint_shapes(path)
+  wanted = (image_size, channels, config_model.gen_width, (config_model.z_dim,))
+  if saved != wanted:
+    raise ValueError(f'generator checkpoint {path} does not match the config: checkpoint has '
+                     f'{describe(*saved)}; config expects {describe(*wanted)}')
+
+
+# ---- any other model ----------------------------------------------------------------------------
+def _load_savedmodel(path):
+  try:
+    return tf.keras.models.load_model(path, compile=False), True
+  except (ValueError, OSError, KeyError, TypeError):
+    pass  # not a Keras SavedModel: a plain tf.Module with a __call__ or serving signature
+  try:
+    module = tf.saved_model.load(path)
+  except (OSError, ValueError) as e:
+    raise FileNotFoundError(f'cannot load a SavedModel from {path}: '
+                            f'{str(e).strip().splitlines()[0]}') from e
+  if hasattr(module, '__call__') and callable(module):
+    return module, False
+  signature = module.signatures['serving_default']
+  return (lambda z: list(signature(z).values())[0]), False
+
+
+def _load_factory(spec):
+  module_name, _, fn_name = spec.partition(':')
+  if not module_name or not fn_name:
+    raise ValueError(f"generator.path {spec!r} is not of the form 'package.module:function'")
+  try:
+    fn = getattr(importlib.import_module(module_name), fn_name)
+  except (ImportError, AttributeError) as e:
+    raise ValueError(f'cannot import generator factory {spec!r}: {e}') from e
+  if not callable(fn):
+    raise ValueError(f'generator factory {spec!r} is a {type(fn).__name__}, not a function')
+  try:  # the factory is user code: whatever it raises is reported against generator.path
+    model = fn()
+  except Exception as e:  # pylint: disable=broad-except
+    raise ValueError(f'generator factory {spec!r} raised {type(e).__name__}: {e}') from e
+  if model is None or not callable(model):
+    raise ValueError(f'generator factory {spec!r} returned {type(model).__name__}, not a '
+                     'callable model')
+  return model, True

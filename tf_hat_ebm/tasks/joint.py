@@ -1,0 +1,56 @@
+"""Joint Hat EBM over a frozen generator: refinement of a pretrained GAN, retrofit of a decoder.
+
+Energy U(Y, Z) = H(G(Z) + Y)/T with G frozen (inference mode) and only the hat network H trained.
+Per training step, on every replica:
+  X+ = data + data_eps * N(0, I);  (Z_K, Y_K) by K alternating Langevin iterations (Y then Z) from
+  Y0 = 0, Z0 ~ N(0, I);  X- = G(Z_K) + Y_K;  theta <- Adam(grad (mean H(X+) - mean H(X-))/T).
+The generator is named in `config.generator` (generators.py).
+"""
+import tensorflow as tf
+
+from tf_hat_ebm import generators
+from tf_hat_ebm import langevin
+from tf_hat_ebm import learning
+from tf_hat_ebm import nets
+from tf_hat_ebm import optim
+from tf_hat_ebm.tasks import base
+
+
+def inference_model(config, generator=None):
+  """H, the frozen G (and the SN-GAN's D); G is loaded first, so a wrong one fails early."""
+  discriminator = None
+  if generator is None:
+    generator, discriminator = generators.load(config)
+  hat = nets.make_hat(config.model, config.data.image_size, config.data.channels)
+  # The generator is not saved with the run: it is frozen and comes from config.generator.
+  return base.InferenceModel(hat, generator, langevin.ChainSettings.from_config(config.sampling),
+                             saved=dict(hat=hat), discriminator=discriminator)
+
+
+class JointTask(base.HatTask):
+  """A hat network trained with the joint sampler over a frozen generator."""
+
+  metric_names = ('energy_diff', 'ebm_loss', 'hat_grad_norm', 'latent_grad_norm',
+                  'residual_grad_norm', 'latent_abs', 'residual_abs', 'energy_pos', 'energy_neg')
+  progress_metrics = ('energy_diff', 'residual_abs')
+
+  def __init__(self, config, strategy, generator=None):
+    """generator: a frozen generator to use instead of config.generator's (tests, benchmarks)."""
+    self._given_generator = generator
+    super().__init__(config, strategy)
+
+  def build(self):
+    model = inference_model(self.config, self._given_generator)
+    self.hat, self.generator, self.discriminator = model.hat, model.generator, model.discriminator
+    self.networks = model.saved
+    self.adam('hat', self.hat.trainable_variables,
+              optim.network_schedule(self.config.optim, 'hat'))
+
+  def replica_step(self, images):
+    x_pos = learning.perturb_data(images, self.config.training.data_eps, self.rng)
+    _, y, g_z, diag = self.chain(self.rng, self.batch, self.settings)
+    x_neg = tf.stop_gradient(g_z + y)
+    ebm_value, hat_norm, e_pos, e_neg = self.hat_update(x_pos, x_neg)
+    return dict(energy_diff=e_pos - e_neg,
+                ebm_loss=ebm_value * self.strategy.num_replicas_in_sync, hat_grad_norm=hat_norm,
+                energy_pos=e_pos, energy_neg=e_neg, **diag)

@@ -1,0 +1,116 @@
+"""Tandem training of a conditional Hat EBM and its generator (paper Alg. 1, "Synthesis").
+
+Per training step, on every replica:
+  EBM:        X+ = data + data_eps * N(0, I);  Z ~ N(0, I);  Y_K by K conditional Langevin steps
+              from Y_0;  X- = G(Z; phi_{t-1}) + Y_K;  theta <- Adam(grad (mean H(X+) - mean H(X-))/T)
+  Generator:  B distinct bank entries (Z_i, X_i);  phi <- Adam(grad 1000 * mean (G(Z_i) - X_i)^2)
+  Bank:       those B entries overwritten with this step's (Z, X-).
+"""
+import tensorflow as tf
+
+from tf_hat_ebm import bank as bank_lib
+from tf_hat_ebm import langevin
+from tf_hat_ebm import learning
+from tf_hat_ebm import nets
+from tf_hat_ebm import optim
+from tf_hat_ebm.tasks import base
+
+GENERATOR_UPDATES = ('bank', 'current')
+
+
+def networks(config, strategy=None):
+  """(H, G) of the config, built in its precision; with the precision and why."""
+  data = config.data
+  precision, reason = nets.resolve_precision(config.perf.precision, strategy)
+  hat, generator = nets.with_precision(precision, lambda: (
+      nets.make_hat(config.model, data.image_size, data.channels),
+      nets.make_generator(config.model, data.image_size, data.channels)))
+  return hat, generator, precision, reason
+
+
+def inference_model(config):
+  hat, generator, _, _ = networks(config, tf.distribute.get_strategy())
+  return base.InferenceModel(hat, generator, langevin.ChainSettings.from_config(config.sampling),
+                             saved=dict(hat=hat, generator=generator))
+
+
+class SynthesisTask(base.HatTask):
+  """Networks, optimizers, bank and the per-replica training step of the tandem Hat EBM."""
+
+  metric_names = ('energy_diff', 'ebm_loss', 'gen_loss', 'hat_grad_norm', 'gen_grad_norm',
+                  'residual_grad_norm', 'residual_abs', 'energy_pos', 'energy_neg')
+  progress_metrics = ('energy_diff', 'gen_loss')
+
+  def build(self):
+    config, tcfg = self.config, self.config.training
+    if tcfg.generator_update not in GENERATOR_UPDATES:
+      raise ValueError(f'training.generator_update must be one of {GENERATOR_UPDATES}, '
+                       f'not {tcfg.generator_update!r}')
+    learning.check_clip_mode(config.optim.gen_clip_mode, 'optim.gen_clip_mode')
+    self.perf = config.perf
+    # The precision is reported at the start of training and recorded in run_info.json.
+    self.hat, self.generator, self.precision, self.precision_reason = networks(config,
+                                                                               self.strategy)
+    self.networks = dict(hat=self.hat, generator=self.generator)
+    for name, network in (('hat', self.hat), ('gen', self.generator)):
+      self.adam(name, network.trainable_variables, optim.network_schedule(config.optim, name))
+    self.bank = None
+    if tcfg.generator_update == 'bank':
+      data = config.data
+      size = bank_lib.entries_per_replica(tcfg.bank_size, self.strategy.num_replicas_in_sync,
+                                          self.batch)
+      self.bank = bank_lib.Bank(size, self.generator.latent_shape,
+                                (data.image_size, data.image_size, data.channels))
+
+  def local_checkpoint_items(self):
+    """Each replica's part of the bank."""
+    return self.bank.checkpoint_items(self.strategy) if self.bank is not None else {}
+
+  def initialize(self):
+    """Fresh start: the bank holds Z ~ N(0, I), X = G(Z; phi_0)."""
+    if self.bank is not None:
+      tf.function(lambda: self.strategy.run(
+          lambda: self.bank.fill(self.generator, self.rng, self.batch)))()
+
+  def chain(self, rng, num, settings, z0=None):
+    """The chain with the perf options: XLA, or the release's G(Z)-per-step baseline."""
+    def run(z):
+      generator_fn = (lambda: self.generator(z)) if self.perf.recompute_generator else None
+      return langevin.sample(self.hat, self.generator, rng, settings, z0=z,
+                             generator_fn=generator_fn)
+
+    if self.perf.jit_sampler:
+      run = tf.function(run, jit_compile=True)
+    z = langevin.initial_latent(self.generator, rng, settings, num, z0)
+    return run(z)
+
+  # Traced as plain TF, without AutoGraph: the code below has no tensor-dependent Python control
+  # flow (the chain is a tf.while_loop), and converting it took over half of the tracing time.
+  @tf.autograph.experimental.do_not_convert
+  def replica_step(self, images):
+    tcfg, ocfg = self.config.training, self.config.optim
+    x_pos = learning.perturb_data(images, tcfg.data_eps, self.rng)
+    z, y, g_z, diag = self.chain(self.rng, self.batch, self.settings)  # Z fixed along the chain
+    x_neg = tf.stop_gradient(g_z + y)
+    ebm_value, hat_norm, e_pos, e_neg = self.hat_update(x_pos, x_neg)
+
+    if self.bank is not None:
+      indices = self.bank.choose(self.rng, self.batch)
+      z_target, x_target = self.bank.read(indices)
+    else:  # ablation: the generator follows the current samples only
+      z_target, x_target = z, x_neg
+
+    gen_value, gen_norm = learning.apply_gradients(
+        self.optimizers['gen'],
+        lambda: learning.generator_loss(self.generator(z_target), x_target,
+                                        tcfg.gen_loss_factor, self.global_batch),
+        self.generator.trainable_variables, ocfg.gen_clip_norm, ocfg.gen_clip_mode)
+
+    if self.bank is not None:
+      self.bank.overwrite(indices, z, x_neg)
+
+    replicas = self.strategy.num_replicas_in_sync
+    return dict(energy_diff=e_pos - e_neg, ebm_loss=ebm_value * replicas,
+                gen_loss=gen_value * replicas, hat_grad_norm=hat_norm, gen_grad_norm=gen_norm,
+                residual_grad_norm=diag['residual_grad_norm'], residual_abs=diag['residual_abs'],
+                energy_pos=e_pos, energy_neg=e_neg)
