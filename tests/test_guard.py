@@ -57,7 +57,8 @@ def test_growth_fires_after_warmup_on_a_gradient_norm_running_away():
 
 
 def test_a_digits_like_runaway_trips_within_300_steps():
-  # energy_diff as a run without data noise went: ~0.5, then -226 at step 100, -1.9e5 at 200
+  # energy_diff of digits seed 1 with a 10,000-entry bank (docs/experiments.md): ~0.5, then -226
+  # at step 100, -1.9e5 at 200
   def diff(step):
     if step <= 60:
       return -0.5

@@ -1,8 +1,7 @@
 """The authors' release networks load into ours and reproduce its outputs; imported workdirs load.
 
-Reference data (made with the release's code): small random networks of every class saved in its
-checkpoint format, with their outputs on fixed inputs, in ../shared/release_nets beside the
-checkout.
+Reference data (made with the release's code, tests/data/release_nets/README.md): small random
+networks of every class saved in its checkpoint format, with their outputs on fixed inputs.
 """
 import json
 import os
@@ -21,9 +20,7 @@ from tf_hat_ebm import release_import
 from conftest import CONFIGS
 from conftest import REPO
 
-RELEASE = os.path.join(REPO, '..', 'shared', 'release_nets')
-pytestmark = pytest.mark.skipif(not os.path.isdir(RELEASE),
-                                reason=f'no release reference data at {RELEASE}')
+RELEASE = os.path.join(REPO, 'tests', 'data', 'release_nets')
 SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
 
 # name -> our network with the release's arguments of that file (its README lists them)
