@@ -1,5 +1,4 @@
 """Every experiment config loads, validates and carries the paper's settings."""
-import importlib.util
 import os
 
 import pytest
@@ -7,13 +6,7 @@ import pytest
 from tf_hat_ebm import run_lib
 
 from conftest import CONFIGS
-
-
-def load(name):
-  spec = importlib.util.spec_from_file_location(name, os.path.join(CONFIGS, name + '.py'))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module.get_config()
+from conftest import load_config as load
 
 
 @pytest.mark.parametrize('name', sorted(f[:-3] for f in os.listdir(CONFIGS)

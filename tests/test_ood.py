@@ -7,7 +7,7 @@ from tf_hat_ebm import checkpoints
 from tf_hat_ebm import export
 from tf_hat_ebm.evaluation import ood
 
-from conftest import tiny_config
+from conftest import tiny
 
 
 def test_auroc_known_answers():
@@ -22,7 +22,7 @@ def test_auroc_known_answers():
 
 @pytest.mark.parametrize('name', ood.OFFLINE_OOD_SETS)
 def test_offline_sets_have_the_model_shape_and_range(name):
-  images = ood.offline_set(name, tiny_config().data, 12)
+  images = ood.offline_set(name, tiny().data, 12)
   assert images.shape == (12, 16, 16, 1) and images.dtype == np.float32
   assert images.min() >= -1.0 and images.max() <= 1.0
   assert images.std() > 0.05  # not a blank set
@@ -30,7 +30,7 @@ def test_offline_sets_have_the_model_shape_and_range(name):
 
 def test_unknown_set_is_a_clear_error():
   with pytest.raises(ValueError, match="unknown OOD set 'mnist'; known: inverted_digits"):
-    ood.offline_set('mnist', tiny_config().data, 2)
+    ood.offline_set('mnist', tiny().data, 2)
 
 
 def test_evaluate_reports_every_set(trained_workdir):

@@ -6,7 +6,7 @@ import tensorflow as tf
 from tf_hat_ebm import optim
 from tf_hat_ebm import sngan
 
-from test_configs import load
+from conftest import load_config as load
 
 
 def rates_at(optim_cfg, learning_rate, steps, lr_scale=None):
@@ -36,14 +36,13 @@ def test_imagenet_configs_follow_the_releases_schedule(name):
 
 
 def test_imagenet_config_paper_schedule_is_one_argument_away():
-  import imagenet128_synth  # pylint: disable=g-import-not-at-top  (test_configs put it on the path)
-  ocfg = imagenet128_synth.get_config('paper').optim
+  ocfg = load('imagenet128_synth', 'paper').optim
   hat = rates_at(ocfg, optim.network_schedule(ocfg, 'hat'), BOUNDARY_STEPS)
   gen = rates_at(ocfg, optim.network_schedule(ocfg, 'gen'), BOUNDARY_STEPS)
   np.testing.assert_allclose(hat, [1e-4] * 4 + [1e-5] * 4, rtol=1e-6)
   np.testing.assert_allclose(gen, [5e-5] * 4 + [5e-6] * 4, rtol=1e-6)
   with pytest.raises(ValueError, match="unknown schedule 'papr'"):
-    imagenet128_synth.get_config('papr')
+    load('imagenet128_synth', 'papr')
 
 
 def test_rollback_scale_multiplies_the_schedule():

@@ -9,7 +9,7 @@ from tf_hat_ebm import nets
 from tf_hat_ebm.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import Trainer
 
-from conftest import tiny_config
+from conftest import tiny
 
 
 def test_flop_counter_matches_hand_count_for_one_block():
@@ -50,7 +50,7 @@ def test_training_fast_and_plain_paths_agree(tmp_path):
   strategy = tf.distribute.get_strategy()
   results = []
   for recompute in (False, True):
-    config = tiny_config(**{'perf.recompute_generator': recompute})
+    config = tiny(**{'perf.recompute_generator': recompute})
     task = SynthesisTask(config, strategy)
     Trainer(task, config, str(tmp_path / str(recompute)), strategy, verbose=False).train(2)
     results.append([v.numpy() for v in task.hat.trainable_variables] + [task.bank.x.numpy()])
@@ -60,7 +60,7 @@ def test_training_fast_and_plain_paths_agree(tmp_path):
 
 def test_mixed_precision_keeps_states_energies_and_bank_float32(tmp_path):
   strategy = tf.distribute.get_strategy()
-  config = tiny_config(**{'perf.precision': 'mixed_bfloat16'})
+  config = tiny(**{'perf.precision': 'mixed_bfloat16'})
   task = SynthesisTask(config, strategy)
   assert tf.keras.mixed_precision.global_policy().name == 'float32'  # not leaked
   assert task.hat.blocks[0].c1.compute_dtype == 'bfloat16'
