@@ -99,7 +99,8 @@ def measure_variant(base, name, strategy, repeats, steps_per_measure):
 
   @tf.function
   def sample():
-    return strategy.run(lambda: task._sampler(task.generator(latent), latent)[0])  # pylint: disable=protected-access
+    sampler = task._sampler  # pylint: disable=protected-access
+    return strategy.run(lambda: sampler(task.generator(latent), latent)[0])
 
   sampler_times = timed(lambda: strategy.experimental_local_results(sample())[0].numpy(), repeats)
   h = flops.forward_flops(task.hat, [1, *shape]) if name != 'bf16' else None

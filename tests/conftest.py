@@ -1,6 +1,6 @@
 """Test setup: two logical CPU devices (for MirroredStrategy tests) and tiny configs."""
+import importlib.util
 import os
-import sys
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
@@ -15,36 +15,77 @@ CONFIGS = os.path.join(REPO, 'experiments', 'configs')
 # Must happen before TensorFlow touches a device: one process, two logical CPUs for all tests.
 TWO_CPUS = use_logical_cpus(2)
 
+# Every kind shrunk to seconds: 8-wide networks, 2-step chains, batch 4, a checkpoint every 2 steps.
+# Not perf.precision 'auto': the tests compute the same numbers whether or not the CPU has bf16.
+SMALL = {
+    'model.hat_width': 8, 'model.gen_width': 8, 'model.disc_width': 8, 'model.enc_width': 8,
+    'model.z_dim': 4,
+    'langevin.steps': 2, 'sampling.steps': 2, 'ddls.steps': 2,
+    'training.batch_size': 4, 'training.num_steps': 4, 'training.steps_per_loop': 2,
+    'training.log_every': 2, 'training.checkpoint_every': 2, 'training.eval_every': 2,
+    'training.sample_every': 4, 'training.num_grid_samples': 4,
+    'perf.precision': 'float32',
+}
+# What differs by config.experiment (only a synthesis run uses its bank).
+SMALL_BY_KIND = {
+    'synthesis': {'training.bank_size': 16},
+    'joint': {'training.num_steps': 2, 'training.sample_every': 2, 'optim.hat_lr': 1e-3},
+    'sngan': {'training.n_dis': 2, 'training.num_steps': 2, 'training.sample_every': 2},
+    'autoencoder': {},
+}
 
-def tiny_config(**overrides):
-  """digits_synth shrunk to seconds: widths 8, batch 4, K=2, bank of 16."""
-  sys.path.insert(0, CONFIGS)
-  import digits_synth  # pylint: disable=g-import-not-at-top
-  config = digits_synth.get_config()
-  config.model.hat_width = 8
-  config.model.gen_width = 8
-  config.model.z_dim = 4
-  config.langevin.steps = 2
-  config.sampling.steps = 2
-  config.training.batch_size = 4
-  config.training.bank_size = 16
-  config.training.num_steps = 4
-  config.training.steps_per_loop = 2
-  config.training.log_every = 2
-  config.training.checkpoint_every = 2
-  config.training.sample_every = 4
-  config.training.num_grid_samples = 4
-  # Not 'auto': the tests compute the same numbers whether or not this CPU has native bf16.
-  config.perf.precision = 'float32'
+
+def load_config(experiment, *args):
+  """get_config(*args) of experiments/configs/<experiment>.py, loaded by its file path."""
+  spec = importlib.util.spec_from_file_location(
+      experiment, os.path.join(CONFIGS, experiment + '.py'))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.get_config(*args)
+
+
+def _parent(config, path):
+  """The section holding a dotted path's last field, and that field's name."""
+  *sections, name = path.split('.')
+  for section in sections:
+    config = config[section]
+  return config, name
+
+
+def _has(config, path):
+  *sections, name = path.split('.')
+  for section in sections:
+    if section not in config:
+      return False
+    config = config[section]
+  return name in config
+
+
+def tiny(experiment='digits_synth', **overrides):
+  """The experiment's config shrunk to seconds (SMALL and its kind's SMALL_BY_KIND), overridden.
+
+  Override keys are dotted paths, as `**{'training.batch_size': 8}` or `training__batch_size=8`.
+  The shrinking sets only the fields the config has; an override may add one.
+  """
+  config = load_config(experiment)
+  for path, value in {**SMALL, **SMALL_BY_KIND[config.experiment]}.items():
+    if _has(config, path):
+      section, name = _parent(config, path)
+      section[name] = value
   for key, value in overrides.items():
-    section, name = key.split('.')
-    config[section][name] = value
+    section, name = _parent(config, key.replace('__', '.'))
+    section[name] = value
   return config
+
+
+@pytest.fixture(name='tiny')
+def tiny_fixture():
+  return tiny
 
 
 @pytest.fixture
 def config():
-  return tiny_config()
+  return tiny()
 
 
 @pytest.fixture
@@ -54,11 +95,11 @@ def two_replicas():
 
 @pytest.fixture(scope='session')
 def trained_workdir(tmp_path_factory):
-  """A workdir of tiny_config trained for 2 steps (checkpoint, config.json), for the eval tests."""
+  """A workdir of tiny() trained for 2 steps (checkpoint, config.json), for the eval tests."""
   from tf_hat_ebm.tasks.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
   workdir = str(tmp_path_factory.mktemp('trained'))
-  config = tiny_config()
+  config = tiny()
   strategy = tf.distribute.get_strategy()
   Trainer(SynthesisTask(config, strategy), config, workdir, strategy, verbose=False).train(2)
   return workdir

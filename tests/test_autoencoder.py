@@ -1,7 +1,6 @@
 """Autoencoder (sphere latent, per-epoch errors) and retrofit over its frozen decoder."""
 import dataclasses
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -14,12 +13,8 @@ from tf_hat_ebm.tasks import autoencoder
 from tf_hat_ebm.tasks import joint
 from tf_hat_ebm.trainer import Trainer
 
-from conftest import CONFIGS
-
-
-def _load(name):
-  sys.path.insert(0, CONFIGS)
-  return __import__(name).get_config()
+from conftest import load_config
+from conftest import tiny
 
 
 def test_sphere_projection_has_norm_sqrt_m():
@@ -45,19 +40,16 @@ def test_latent_noise_perturbs_on_the_sphere():
   # ||z + 0.3 n|| ~ sqrt(64 + 0.09 * 64): the projection shrinks the step; distance ~ 0.3 * 8
   dist = tf.norm(flat - tf.reshape(z, [500, -1]), axis=1).numpy().mean()
   assert 2.0 < dist < 2.6
-  assert _load('digits_autoencoder').training.latent_noise == 0.3
-  assert _load('cifar10_autoencoder').training.latent_noise == 2e-2  # the authors' release
-  assert 'data_noise' not in _load('cifar10_autoencoder').training  # no noise on the image
+  assert load_config('digits_autoencoder').training.latent_noise == 0.3
+  assert load_config('cifar10_autoencoder').training.latent_noise == 2e-2  # the authors' release
+  assert 'data_noise' not in load_config('cifar10_autoencoder').training  # no noise on the image
 
 
 @pytest.mark.parametrize('latent_noise', [0.0, 2e-2, 0.3])
 def test_training_step_decodes_the_noisy_latent(latent_noise):
   """The step's loss is 1000 * MSE of decoder(perturb_latent(encoder(x))) with the task's RNG: the
   noise goes to the latent only (the clean image is encoded)."""
-  config = _load('digits_autoencoder')
-  config.model.enc_width = config.model.gen_width = 8
-  config.training.batch_size = 4
-  config.training.latent_noise = latent_noise
+  config = tiny('digits_autoencoder', training__latent_noise=latent_noise)
   task = autoencoder.AutoencoderTask(config, tf.distribute.get_strategy())
   x = tf.random.stateless_uniform([4, 16, 16, 1], [1, 2], -1.0, 1.0)
   z = task.encoder(x)
@@ -72,15 +64,9 @@ def test_training_step_decodes_the_noisy_latent(latent_noise):
 
 @pytest.fixture(scope='module')
 def trained_autoencoder(tmp_path_factory):
-  config = _load('digits_autoencoder')
-  config.model.enc_width = config.model.gen_width = 8
-  config.training.batch_size = 8
-  config.training.num_steps = 2
-  config.training.steps_per_loop = 1
-  config.training.eval_every = 1
-  config.training.eval_examples = 16
-  config.training.checkpoint_every = config.training.sample_every = config.training.log_every = 2
-  config.training.num_grid_samples = 4
+  config = tiny('digits_autoencoder', **{
+      'training.batch_size': 8, 'training.num_steps': 2, 'training.steps_per_loop': 1,
+      'training.eval_every': 1, 'training.eval_examples': 16, 'training.sample_every': 2})
   workdir = str(tmp_path_factory.mktemp('autoencoder'))
   strategy = tf.distribute.get_strategy()
   task = autoencoder.AutoencoderTask(config, strategy)
@@ -99,20 +85,7 @@ def test_autoencoder_trains_and_reports_reconstruction_errors(trained_autoencode
 
 
 def retrofit_config(workdir, **overrides):
-  config = _load('digits_retrofit')
-  config.generator.path = workdir
-  config.model.gen_width = 8
-  config.model.hat_width = 8
-  for chain in (config.langevin, config.sampling):
-    chain.steps = 2
-  config.training.batch_size = 4
-  config.training.steps_per_loop = config.training.log_every = 2
-  config.training.checkpoint_every = config.training.sample_every = 2
-  config.training.num_grid_samples = 4
-  for key, value in overrides.items():
-    section, name = key.split('.')
-    config[section][name] = value
-  return config
+  return tiny('digits_retrofit', **{'generator.path': workdir, **overrides})
 
 
 def test_retrofit_keeps_the_decoder_frozen(trained_autoencoder, tmp_path):
@@ -141,6 +114,7 @@ def test_retrofit_keeps_the_decoder_frozen(trained_autoencoder, tmp_path):
 def test_retrofit_rejects_an_autoencoder_of_other_shapes(trained_autoencoder):
   config = retrofit_config(trained_autoencoder[0], **{'data.image_size': 32, 'data.channels': 3,
                                                       'model.gen_width': 16})
-  with pytest.raises(ValueError, match=r'it has image 16x16x1, decoder width 8, latent \[8, 8, 1\]; '
-                     r'config expects image 32x32x3, decoder width 16, latent \[16, 16, 1\]'):
+  with pytest.raises(ValueError, match=r'it has image 16x16x1, decoder width 8, '
+                     r'latent \[8, 8, 1\]; config expects image 32x32x3, decoder width 16, '
+                     r'latent \[16, 16, 1\]'):
     joint.JointTask(config, tf.distribute.get_strategy())

@@ -1,5 +1,4 @@
 """Every experiment config loads, validates and carries the paper's settings."""
-import importlib.util
 import os
 
 import pytest
@@ -7,13 +6,7 @@ import pytest
 from tf_hat_ebm import run_lib
 
 from conftest import CONFIGS
-
-
-def load(name):
-  spec = importlib.util.spec_from_file_location(name, os.path.join(CONFIGS, name + '.py'))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module.get_config()
+from conftest import load_config as load
 
 
 @pytest.mark.parametrize('name', sorted(f[:-3] for f in os.listdir(CONFIGS)
@@ -42,3 +35,18 @@ def test_paper_settings():
   # the sampling chain for FID follows the release: K=125, T=1e-3, Y0 ~ 0.01 N(0, I)
   assert (cifar.sampling.steps, cifar.sampling.temperature, cifar.sampling.init_scale) == (
       125, 1e-3, 0.01)
+
+
+def test_tiny_shrinks_each_kind_and_takes_both_override_forms(tiny):
+  synth = tiny(training__batch_size=8, **{'model.hat_width': 16})
+  assert (synth.training.batch_size, synth.model.hat_width, synth.model.gen_width) == (8, 16, 8)
+  assert (synth.training.bank_size, synth.langevin.steps, synth.perf.precision) == (
+      16, 2, 'float32')
+  assert 'disc_width' not in synth.model and 'ddls' not in synth  # only fields it has are set
+  gan = tiny('digits_sngan')
+  assert (gan.model.disc_width, gan.training.n_dis, gan.training.num_steps) == (8, 2, 2)
+  joint = tiny('digits_refine')
+  assert (joint.optim.hat_lr, joint.ddls.steps, joint.training.bank_size) == (1e-3, 2, 0)
+  autoencoder = tiny('digits_autoencoder')
+  assert (autoencoder.model.enc_width, autoencoder.training.eval_every) == (8, 2)
+  run_lib.validate(synth)

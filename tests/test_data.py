@@ -11,7 +11,7 @@ import tensorflow_datasets as tfds
 from tf_hat_ebm import data
 from tf_hat_ebm import run_lib
 
-from conftest import tiny_config
+from conftest import tiny
 
 
 def test_digits_split_sizes_and_range():
@@ -28,7 +28,7 @@ def test_digits_split_sizes_and_range():
 
 
 def test_digits_train_dataset_is_batched_and_resized():
-  cfg = tiny_config().data
+  cfg = tiny().data
   ds = data.train_dataset(cfg, 32)
   batch = next(iter(ds))
   assert batch.shape == (32, 16, 16, 1) and batch.dtype == tf.float32
@@ -41,7 +41,7 @@ def test_digits_train_dataset_is_batched_and_resized():
 
 
 def test_train_dataset_shards_by_input_context():
-  cfg = tiny_config().data
+  cfg = tiny().data
   ctx = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1,
                                    num_replicas_in_sync=2)
   batch = next(iter(data.train_dataset(cfg, 16, ctx)))
@@ -51,7 +51,7 @@ def test_train_dataset_shards_by_input_context():
 @pytest.mark.parametrize('name,size,channels', [('cifar10', 32, 3), ('celeb_a', 64, 3),
                                                 ('svhn_cropped', 32, 3)])
 def test_tfds_datasets_with_mock_data(name, size, channels):
-  cfg = tiny_config().data
+  cfg = tiny().data
   cfg.name, cfg.image_size, cfg.channels = name, size, channels
   with tfds.testing.mock_data(num_examples=12):
     batch = next(iter(data.train_dataset(cfg, 4)))
@@ -68,7 +68,7 @@ def test_imagenet_random_resized_crop_shape():
 
 
 def imagenet_cfg(crop):
-  cfg = tiny_config().data
+  cfg = tiny().data
   cfg.name, cfg.image_size, cfg.channels, cfg.crop = 'imagenet2012', 128, 3, crop
   return cfg
 
@@ -105,7 +105,7 @@ def test_unknown_crop_names_the_field():
 
 
 def test_unknown_dataset_and_split_errors():
-  cfg = tiny_config().data
+  cfg = tiny().data
   cfg.name = 'mnist_typo'
   with pytest.raises(ValueError, match="unknown dataset 'mnist_typo'"):
     data.train_dataset(cfg, 4)
@@ -114,7 +114,7 @@ def test_unknown_dataset_and_split_errors():
 
 
 def test_missing_tfds_data_without_download_is_clear(tmp_path):
-  cfg = tiny_config().data
+  cfg = tiny().data
   cfg.name, cfg.image_size, cfg.channels = 'cifar10', 32, 3
   cfg.data_dir = str(tmp_path)
   with pytest.raises(ValueError, match="tfds dataset 'cifar10'.*download is off"):
@@ -122,7 +122,7 @@ def test_missing_tfds_data_without_download_is_clear(tmp_path):
 
 
 def offline_cifar10(tmp_path):
-  cfg = tiny_config().data
+  cfg = tiny().data
   cfg.name, cfg.image_size, cfg.channels = 'cifar10', 32, 3
   cfg.data_dir, cfg.download = str(tmp_path / 'tfds'), True
   return cfg
@@ -135,7 +135,7 @@ def assert_fast_one_line_download_error(cfg, capsys, reason):
   elapsed = time.monotonic() - start
   err = capsys.readouterr().err
   # A download that started shows tfds's progress bars first; the error is the last line.
-  lines = [l for l in err.strip().splitlines() if l.startswith('error: ')]
+  lines = [line for line in err.strip().splitlines() if line.startswith('error: ')]
   assert exit_info.value.code == 1 and len(lines) == 1, err[-2000:]
   assert err.strip().endswith(lines[0]) and 'Traceback' not in err, err[-2000:]
   for text in ("'cifar10' could not be downloaded", 'data.download=True', reason,
@@ -161,7 +161,7 @@ def test_download_probe_that_hangs_gives_up_after_its_timeout(tmp_path, capsys, 
                       lambda *a, **k: time.sleep(60) or socket.socket())
   monkeypatch.setattr(data, 'PROBE_TIMEOUT', 1.0)
   elapsed, err = assert_fast_one_line_download_error(offline_cifar10(tmp_path), capsys,
-                                                    'no network?')
+                                                     'no network?')
   assert elapsed >= 1.0 and len(err.strip().splitlines()) == 1, (elapsed, err)
 
 

@@ -26,7 +26,8 @@ for name, model in (('tf', tf.saved_model.load(path)), ('hub', hub.load(path))):
   a = model.sample(num_samples=3, seed=7)['images'].numpy()
   b = model.sample(num_samples=3, seed=7)['images'].numpy()
   c = model.sample(num_samples=3, seed=8)['images'].numpy()
-  sig = model.signatures['sample'](num_samples=tf.constant(3, tf.int64), seed=tf.constant(7, tf.int64))
+  sig = model.signatures['sample'](num_samples=tf.constant(3, tf.int64),
+                                   seed=tf.constant(7, tf.int64))
   out[name] = dict(samples=a.tolist(), same_seed=bool(np.array_equal(a, b)),
                    other_seed_differs=bool(not np.array_equal(a, c)),
                    signature_same=bool(np.array_equal(a, sig['images'].numpy())),
@@ -57,6 +58,7 @@ def exported(trained_workdir, tmp_path_factory):
   return run, module, path
 
 
+@pytest.mark.slow
 def test_round_trip_in_a_process_without_project_code(exported, tmp_path):
   run, module, path = exported
   images = np.random.RandomState(0).uniform(-1, 1, [5, 16, 16, 1]).astype(np.float32)
@@ -94,6 +96,7 @@ def test_samples_and_path_agree_in_process(exported):
   np.testing.assert_array_equal(path['residuals'][0], np.zeros([4, 16, 16, 1]))  # Y0 = 0
 
 
+@pytest.mark.slow
 def test_export_script_rejects_missing_checkpoint(tmp_path):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
   result = subprocess.run([sys.executable, os.path.join(REPO, 'experiments', 'export.py'),

@@ -3,6 +3,7 @@ import os
 import signal
 import sys
 
+import pytest
 import tensorflow as tf
 
 from conftest import REPO
@@ -18,6 +19,8 @@ TINY = ['--config.model.hat_width=8', '--config.model.gen_width=8', '--config.mo
         '--config.training.sample_every=1000', '--config.training.num_steps=100000']
 
 
+# fault_drill runs the training script in a subprocess.
+@pytest.mark.slow
 def test_sigkill_at_random_moments_always_resumes_from_an_intact_checkpoint(tmp_path):
   records, failures = fault_drill.drill(str(tmp_path), 3, TINY, min_delay=0.0, max_delay=3.0,
                                         seed=1)
@@ -28,6 +31,7 @@ def test_sigkill_at_random_moments_always_resumes_from_an_intact_checkpoint(tmp_
   assert all(r['steps_lost'] <= 2 + 1 for r in records)  # at most a checkpoint interval (+1 step)
 
 
+@pytest.mark.slow
 def test_sigterm_writes_a_checkpoint_at_the_current_step(tmp_path):
   # periodic checkpoints every 5 steps; SIGTERM lands some steps after the first one
   args = [a.replace('checkpoint_every=2', 'checkpoint_every=5') for a in TINY]

@@ -13,7 +13,7 @@ from tf_hat_ebm import export
 from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
 
-from conftest import REPO, tiny_config
+from conftest import REPO, tiny
 
 
 def scipy_fid(a, b):
@@ -85,7 +85,7 @@ def test_sample_fids_stream_batches_and_repeat_runs(trained_workdir):
 
 
 def test_classifier_features_and_data_statistics_are_cached(tmp_path):
-  data_cfg = tiny_config().data
+  data_cfg = tiny().data
   net = features.classifier_features(data_cfg, str(tmp_path), epochs=1, verbose=False)
   acts = fid.data_activations(data_cfg, 'test', net, str(tmp_path), verbose=False)
   assert acts.shape == (297, features.FEATURE_DIM)
@@ -99,6 +99,7 @@ def test_classifier_features_and_data_statistics_are_cached(tmp_path):
                                                      verbose=False), acts)
 
 
+@pytest.mark.slow
 def test_script_stops_with_the_inception_message(trained_workdir, tmp_path):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
   result = subprocess.run(

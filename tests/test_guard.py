@@ -14,7 +14,7 @@ from tf_hat_ebm.tasks.sngan import SNGANTask
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import RunawayError, Trainer
 
-from conftest import tiny_config
+from conftest import tiny
 
 NAMES = SynthesisTask.metric_names
 STRATEGY = tf.distribute.get_strategy()
@@ -102,7 +102,7 @@ class RunawayTask(SynthesisTask):
 
 
 def runaway_trainer(workdir, **guard):
-  config = tiny_config(**{'training.max_rollbacks': 3})
+  config = tiny(**{'training.max_rollbacks': 3})
   config.training.guard.update(guard)
   task = RunawayTask(config, STRATEGY)
   trainer = Trainer(task, config, str(workdir), STRATEGY, verbose=False)
@@ -154,8 +154,8 @@ def test_guard_rollback_restores_the_last_good_checkpoint_and_compounds(tmp_path
 
 
 def test_guard_is_quiet_on_a_healthy_run(tmp_path):
-  config = tiny_config(**{'training.steps_per_loop': 5, 'training.log_every': 10,
-                          'training.checkpoint_every': 10, 'training.sample_every': 40})
+  config = tiny(**{'training.steps_per_loop': 5, 'training.log_every': 10,
+                   'training.checkpoint_every': 10, 'training.sample_every': 40})
   config.training.guard.update(warmup=10, window=20)  # the growth test runs too
   trainer = Trainer(SynthesisTask(config, STRATEGY), config, str(tmp_path), STRATEGY,
                     verbose=False)

@@ -1,5 +1,6 @@
-"""SN-GAN, refinement, autoencoder and retrofit configs carry the paper's (and Mimicry's) settings."""
-from test_configs import load
+"""SN-GAN, refinement, autoencoder and retrofit configs carry the paper's (and Mimicry's)
+settings."""
+from conftest import load_config as load
 
 
 def chain(cfg):

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
@@ -11,9 +12,12 @@ from tf_hat_ebm import export
 from tf_hat_ebm.tasks.joint import JointTask
 from tf_hat_ebm.trainer import Trainer
 
-from test_refinement import savedmodel_config, saved_decoder  # noqa: F401  pylint: disable=unused-import
+# saved_decoder is a fixture: imported so pytest finds it here.
+from test_refinement import saved_decoder  # noqa: F401  pylint: disable=unused-import
+from test_refinement import savedmodel_config
 
 
+@pytest.mark.slow
 def test_joint_export_round_trip_with_refine(saved_decoder, tmp_path):  # noqa: F811
   config = savedmodel_config(saved_decoder)
   strategy = tf.distribute.get_strategy()

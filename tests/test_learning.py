@@ -6,7 +6,7 @@ import tensorflow as tf
 from tf_hat_ebm import learning
 
 from conftest import TWO_CPUS
-from conftest import tiny_config
+from conftest import tiny
 
 
 def test_ml_loss_by_hand():
@@ -71,7 +71,9 @@ def _two_replica_step(strategy, clip_mode, clip_norm=5.0):
 
   def replica_fn():
     r = tf.distribute.get_replica_context().replica_id_in_sync_group
-    loss_fn = lambda: tf.reduce_sum(v * coeffs['v'][r]) + tf.reduce_sum(w * coeffs['w'][r])
+
+    def loss_fn():
+      return tf.reduce_sum(v * coeffs['v'][r]) + tf.reduce_sum(w * coeffs['w'][r])
     return learning.apply_gradients(opt, loss_fn, [v, w], clip_norm, clip_mode)[1]
 
   norm = tf.function(lambda: strategy.run(replica_fn))()
@@ -106,4 +108,4 @@ def test_global_clip_differs_from_the_per_variable_per_replica_clip(two_replicas
 def test_unknown_clip_mode_names_the_field():
   from tf_hat_ebm.tasks.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
   with pytest.raises(ValueError, match=r"optim.gen_clip_mode must be one of .* not 'local'"):
-    SynthesisTask(tiny_config(**{'optim.gen_clip_mode': 'local'}), tf.distribute.get_strategy())
+    SynthesisTask(tiny(**{'optim.gen_clip_mode': 'local'}), tf.distribute.get_strategy())

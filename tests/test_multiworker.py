@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from conftest import REPO
@@ -41,6 +42,7 @@ def run_workers(workdir, steps):
   return [p.returncode for p in procs], outputs
 
 
+@pytest.mark.slow
 def test_two_workers_train_and_write_one_consistent_checkpoint(tmp_path):
   codes, outputs = run_workers(tmp_path, 4)
   assert codes == [0, 0], outputs

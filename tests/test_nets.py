@@ -19,8 +19,8 @@ def hat_params(image_size, channels, width):
     blocks = [(width // 8, True), (width // 4, True), (width // 2, True), (width, True)]
     if image_size == 128:
       blocks.append((width, False))
-  total = conv_params(3, channels, stem) + conv_params(3, stem, stem) + conv_params(1, channels,
-                                                                                   stem)
+  total = (conv_params(3, channels, stem) + conv_params(3, stem, stem)
+           + conv_params(1, channels, stem))
   cin = stem
   for cout, down in blocks:  # hidden channels = out channels (the release's hat block)
     total += conv_params(3, cin, cout) + conv_params(3, cout, cout)
@@ -84,7 +84,7 @@ def test_generator_batch_norm_is_fixed_and_trains_scale_offset():
   a = gen(z, training=True).numpy()
   b = gen(z[:2], training=True).numpy()  # batch statistics would change with the batch
   np.testing.assert_allclose(a[:2], b, rtol=1e-5, atol=1e-6)
-  bns = [l for l in gen.submodules if isinstance(l, tf.keras.layers.BatchNormalization)]
+  bns = [m for m in gen.submodules if isinstance(m, tf.keras.layers.BatchNormalization)]
   assert bns and all(float(tf.reduce_max(tf.abs(bn.moving_mean))) == 0 for bn in bns)
   names = [v.name for v in gen.trainable_variables]
   assert any('gamma' in n for n in names) and any('beta' in n for n in names)
@@ -114,5 +114,5 @@ def test_batch_norm_epsilon():
   # 1e-3 (Keras' default, the release's generators); Mimicry's SN-GAN (batch statistics) 1e-5.
   for batch_stats, epsilon in ((False, 1e-3), (True, 1e-5)):
     gen = nets.Generator(16, 1, 8, 4, batch_stats=batch_stats).build_for_input()
-    bns = [l for l in gen.submodules if isinstance(l, tf.keras.layers.BatchNormalization)]
+    bns = [m for m in gen.submodules if isinstance(m, tf.keras.layers.BatchNormalization)]
     assert len(bns) == 5 and {bn.epsilon for bn in bns} == {epsilon}

@@ -2,12 +2,13 @@
 import ml_collections
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
 from tf_hat_ebm import export
 from tf_hat_ebm.evaluation import ood
 
-from conftest import tiny_config
+from conftest import tiny
 
 
 def test_auroc_known_answers():
@@ -18,11 +19,15 @@ def test_auroc_known_answers():
   same = rng.normal(size=200)
   assert ood.auroc(same, same) == pytest.approx(0.5)  # identical energies: chance
   assert ood.auroc(np.zeros(10), np.zeros(7)) == 0.5
+  # 9 of the 12 (in, OOD) pairs have the OOD energy higher
+  assert ood.auroc(np.array([0.0, 1.0, 2.0, 3.0]), np.array([1.5, 2.5, 3.5])) == 9 / 12
+  # a tie counts half: 1 (1 > 0) + 0.5 (1 = 1) + 2 (2 > 0, 1) of 4 pairs
+  assert ood.auroc(np.array([0.0, 1.0]), np.array([1.0, 2.0])) == 3.5 / 4
 
 
 @pytest.mark.parametrize('name', ood.OFFLINE_OOD_SETS)
 def test_offline_sets_have_the_model_shape_and_range(name):
-  images = ood.offline_set(name, tiny_config().data, 12)
+  images = ood.offline_set(name, tiny().data, 12)
   assert images.shape == (12, 16, 16, 1) and images.dtype == np.float32
   assert images.min() >= -1.0 and images.max() <= 1.0
   assert images.std() > 0.05  # not a blank set
@@ -30,18 +35,47 @@ def test_offline_sets_have_the_model_shape_and_range(name):
 
 def test_unknown_set_is_a_clear_error():
   with pytest.raises(ValueError, match="unknown OOD set 'mnist'; known: inverted_digits"):
-    ood.offline_set('mnist', tiny_config().data, 2)
+    ood.offline_set('mnist', tiny().data, 2)
 
 
-def test_evaluate_reports_every_set(trained_workdir):
+def fixed_energy(x):
+  """Mean |x[i, j+1] - x[i, j]| (noise high, smooth photos low) + half the mean pixel (the digits'
+  dark background low, the inverted digits' light one high)."""
+  return (tf.reduce_mean(tf.abs(x[:, :, 1:] - x[:, :, :-1]), axis=[1, 2, 3])
+          + 0.5 * tf.reduce_mean(x, axis=[1, 2, 3]))
+
+
+def test_evaluate_with_a_fixed_energy_gives_the_pinned_aurocs():
+  result = ood.evaluate(fixed_energy, tiny().data, list(ood.OFFLINE_OOD_SETS), num=20,
+                        batch_size=8, verbose=False)
+  assert result['in_distribution'] == {'name': 'digits/test', 'num': 20,
+                                       'mean_energy': pytest.approx(0.049333, abs=1e-6)}
+  sets = result['sets']
+  assert {name: r['num'] for name, r in sets.items()} == dict.fromkeys(ood.OFFLINE_OOD_SETS, 20)
+  aurocs = {name: r['auroc'] for name, r in sets.items()}
+  # as fractions of the 20 x 20 (in, OOD) pairs
+  assert aurocs == pytest.approx({'inverted_digits': 1.0, 'resampled_digits': 296 / 400,
+                                  'uniform_noise': 1.0, 'gaussian_noise': 1.0,
+                                  'natural_patches': 96 / 400}, abs=1e-12)
+  means = {name: r['mean_energy'] for name, r in sets.items()}
+  assert means == pytest.approx({'inverted_digits': 0.437126, 'resampled_digits': 0.090739,
+                                 'uniform_noise': 0.665181, 'gaussian_noise': 0.534888,
+                                 'natural_patches': -0.098443}, abs=1e-6)
+
+
+def test_evaluate_a_trained_tiny_model_gives_the_pinned_aurocs(trained_workdir):
   run = checkpoints.load_run(trained_workdir)
   module = export.build_module(run)
   result = ood.evaluate(lambda x: module.energy(x)['energy'], run.config.data,
                         ['inverted_digits', 'uniform_noise'], num=20, batch_size=8, verbose=False)
   assert result['in_distribution']['num'] == 20
+  assert result['in_distribution']['mean_energy'] == pytest.approx(0.31564, rel=1e-3)
   assert set(result['sets']) == {'inverted_digits', 'uniform_noise'}
+  # After 2 steps the hat network gives every OOD image a lower energy than every test digit.
   for r in result['sets'].values():
-    assert 0.0 <= r['auroc'] <= 1.0 and r['num'] == 20
+    assert r['auroc'] == 0.0 and r['num'] == 20
+  assert result['sets']['inverted_digits']['mean_energy'] == pytest.approx(-0.08931, rel=1e-3)
+  assert result['sets']['uniform_noise']['mean_energy'] == pytest.approx(0.00601, abs=1e-4)
 
 
 def test_resampled_digits_use_the_other_upscaling_than_the_data():

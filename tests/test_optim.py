@@ -6,7 +6,8 @@ import tensorflow as tf
 from tf_hat_ebm import optim
 from tf_hat_ebm.tasks import sngan
 
-from test_configs import load
+from conftest import load_config as load
+from conftest import tiny
 
 
 def rates_at(optim_cfg, learning_rate, steps, lr_scale=None):
@@ -36,14 +37,13 @@ def test_imagenet_configs_follow_the_releases_schedule(name):
 
 
 def test_imagenet_config_paper_schedule_is_one_argument_away():
-  import imagenet128_synth  # pylint: disable=g-import-not-at-top  (test_configs put it on the path)
-  ocfg = imagenet128_synth.get_config('paper').optim
+  ocfg = load('imagenet128_synth', 'paper').optim
   hat = rates_at(ocfg, optim.network_schedule(ocfg, 'hat'), BOUNDARY_STEPS)
   gen = rates_at(ocfg, optim.network_schedule(ocfg, 'gen'), BOUNDARY_STEPS)
   np.testing.assert_allclose(hat, [1e-4] * 4 + [1e-5] * 4, rtol=1e-6)
   np.testing.assert_allclose(gen, [5e-5] * 4 + [5e-6] * 4, rtol=1e-6)
   with pytest.raises(ValueError, match="unknown schedule 'papr'"):
-    imagenet128_synth.get_config('papr')
+    load('imagenet128_synth', 'papr')
 
 
 def test_rollback_scale_multiplies_the_schedule():
@@ -82,3 +82,49 @@ def test_sngan_rates_decay_linearly_to_zero_as_mimicry():
   config.optim.lr_decay = 'cosine'
   with pytest.raises(ValueError, match=r"optim.lr_decay must be one of \('linear', 'constant'\)"):
     sngan.learning_rates(config)
+
+
+def test_each_network_follows_its_own_boundaries_times_the_rollback_scale():
+  ocfg = tiny().optim
+  ocfg.update(hat_lr=1e-3, hat_lr_boundaries=(2, 5), hat_lr_values=(1e-4, 1e-5),
+              gen_lr=2e-3, gen_lr_boundaries=(3,), gen_lr_values=(5e-4,))
+  steps = range(8)
+  hat = rates_at(ocfg, optim.network_schedule(ocfg, 'hat'), steps)
+  gen = rates_at(ocfg, optim.network_schedule(ocfg, 'gen'), steps)
+  # the rate changes after the boundary step: step 2 still takes hat_lr, step 3 the first value
+  np.testing.assert_allclose(hat, [1e-3, 1e-3, 1e-3, 1e-4, 1e-4, 1e-4, 1e-5, 1e-5], rtol=1e-6)
+  np.testing.assert_allclose(gen, [2e-3] * 4 + [5e-4] * 4, rtol=1e-6)
+  scale = tf.Variable(0.5)
+  np.testing.assert_allclose(
+      rates_at(ocfg, optim.network_schedule(ocfg, 'hat'), (0, 3, 6), scale), [5e-4, 5e-5, 5e-6],
+      rtol=1e-6)
+  # A constant rate is scaled too, and the scale is read at every step (a rollback lowers it);
+  # current_learning_rate, which the logs show, is the rate of the last applied step.
+  v = tf.Variable(0.0)
+  opt = optim.make_adam(ocfg, 1e-3, [v], scale)
+  opt.apply_gradients([(tf.constant(1.0), v)])
+  assert optim.current_learning_rate(opt) == pytest.approx(5e-4, rel=1e-6)
+  scale.assign(0.125)
+  opt.apply_gradients([(tf.constant(1.0), v)])
+  assert optim.current_learning_rate(opt) == pytest.approx(1.25e-4, rel=1e-6)
+  with pytest.raises(ValueError, match="no learning-rate schedule for 'disc'"):
+    optim.network_schedule(ocfg, 'disc')
+
+
+def test_sngan_linear_decay_reaches_zero_after_num_steps_and_n_dis_times_as_many_d_steps():
+  config = tiny('digits_sngan', **{'training.num_steps': 10, 'training.n_dis': 3,
+                                   'optim.gen_lr': 2e-4, 'optim.disc_lr': 6e-4,
+                                   'optim.lr_decay': 'linear'})
+  gen_lr, disc_lr = sngan.learning_rates(config)
+  # generator step t: 2e-4 * (1 - t / 10); held at 0 after the end
+  np.testing.assert_allclose(rates_at(config.optim, gen_lr, (0, 1, 5, 9, 10, 12)),
+                             [2e-4, 1.8e-4, 1e-4, 2e-5, 0.0, 0.0], rtol=1e-6, atol=1e-12)
+  # discriminator step t of 30: 6e-4 * (1 - t / 30)
+  np.testing.assert_allclose(rates_at(config.optim, disc_lr, (0, 3, 15, 27, 30, 40)),
+                             [6e-4, 5.4e-4, 3e-4, 6e-5, 0.0, 0.0], rtol=1e-6, atol=1e-12)
+  # constant: the generator keeps its piecewise schedule, the discriminator its rate
+  config.optim.update(lr_decay='constant', gen_lr_boundaries=(4,), gen_lr_values=(1e-5,))
+  gen_lr, disc_lr = sngan.learning_rates(config)
+  assert disc_lr == 6e-4
+  np.testing.assert_allclose(rates_at(config.optim, gen_lr, (0, 4, 5)), [2e-4, 2e-4, 1e-5],
+                             rtol=1e-6)

@@ -3,15 +3,13 @@
 Parameter counts are those of the release's networks (its nets.py, built with the same settings);
 evaluation chains are those of its FID configs.
 """
-import sys
-
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import nets
 
-from conftest import CONFIGS
+from conftest import load_config as load
 
 HAT_32, GEN_32 = 4_204_800, 4_276_739
 HAT_64, GEN_64 = 19_542_720, 12_220_675
@@ -29,11 +27,6 @@ PARAMETERS = {
     'celeba_refine': (HAT_64, GEN_64),
     'cifar10_retrofit': (HAT_32, DECODER_32),
 }
-
-
-def load(name):
-  sys.path.insert(0, CONFIGS)
-  return __import__(name).get_config()
 
 
 def count(build):

@@ -14,7 +14,7 @@ from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import Trainer
 from tpu_utils import hardware
 
-from conftest import REPO, tiny_config
+from conftest import REPO, tiny
 
 # Trimmed /proc/cpuinfo texts of real machines.
 SAPPHIRE_RAPIDS = """processor\t: 0
@@ -86,7 +86,7 @@ def test_training_says_and_records_its_precision_and_time(tmp_path, capsys, monk
                                                           expected):
   monkeypatch.setattr(hardware, 'read_cpuinfo', lambda: text)
   strategy = tf.distribute.get_strategy()
-  config = tiny_config(**{'perf.precision': 'auto'})
+  config = tiny(**{'perf.precision': 'auto'})
   task = SynthesisTask(config, strategy)
   assert task.hat.blocks[0].c1.compute_dtype == ('bfloat16' if expected != 'float32' else 'float32')
   Trainer(task, config, str(tmp_path), strategy).train(4)
@@ -106,7 +106,7 @@ def test_training_says_and_records_its_precision_and_time(tmp_path, capsys, monk
 def test_every_run_of_a_workdir_gets_its_entry(tmp_path):
   strategy = tf.distribute.get_strategy()
   for steps, precision in ((2, 'float32'), (4, 'mixed_bfloat16')):
-    config = tiny_config(**{'perf.precision': precision, 'training.num_steps': steps})
+    config = tiny(**{'perf.precision': precision, 'training.num_steps': steps})
     Trainer(SynthesisTask(config, strategy), config, str(tmp_path), strategy,
             verbose=False).train()
   runs = json.loads((tmp_path / 'run_info.json').read_text())['runs']
@@ -118,7 +118,7 @@ def test_every_run_of_a_workdir_gets_its_entry(tmp_path):
 def test_unreadable_run_record_is_a_clear_error_and_kept(tmp_path):
   (tmp_path / 'run_info.json').write_text('{not json')
   strategy = tf.distribute.get_strategy()
-  config = tiny_config()
+  config = tiny()
   with pytest.raises(ValueError, match='run_info.json is not a run record'):
     Trainer(SynthesisTask(config, strategy), config, str(tmp_path), strategy,
             verbose=False).train(2)
@@ -141,6 +141,7 @@ def test_step_split_counts_the_first_calls_extra_time_outside():
                          '40.0% (40 steps, 100.0 ms each)')
 
 
+@pytest.mark.slow
 def test_script_runs_in_the_precision_of_this_cpu_and_says_so(tmp_path):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
   result = subprocess.run(
@@ -157,6 +158,7 @@ def test_script_runs_in_the_precision_of_this_cpu_and_says_so(tmp_path):
   assert run['precision'] == expected[0] and run['end_step'] == 2
 
 
+@pytest.mark.slow
 def test_a_synthesis_run_imports_no_other_experiments_libraries():
   # TF-GAN and TF Probability (SN-GAN's) cost seconds of start-up a synthesis run does not need.
   code = ('import sys, ml_collections; from tf_hat_ebm import run_lib; '

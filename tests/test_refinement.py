@@ -10,7 +10,7 @@ from tf_hat_ebm import generators
 from tf_hat_ebm.tasks import joint
 from tf_hat_ebm.trainer import Trainer
 
-from conftest import CONFIGS
+from conftest import tiny
 
 
 def tiny_decoder():
@@ -24,27 +24,6 @@ def tiny_decoder():
   ])
 
 
-def tiny_joint_config(**overrides):
-  sys.path.insert(0, CONFIGS)
-  import digits_refine  # pylint: disable=g-import-not-at-top
-  config = digits_refine.get_config()
-  config.model.hat_width = 8
-  for chain in (config.langevin, config.sampling):
-    chain.steps = 2
-  config.training.batch_size = 4
-  config.training.num_steps = 2
-  config.training.steps_per_loop = 2
-  config.training.log_every = 2
-  config.training.checkpoint_every = 2
-  config.training.sample_every = 2
-  config.training.num_grid_samples = 4
-  config.optim.hat_lr = 1e-3
-  for key, value in overrides.items():
-    section, name = key.split('.')
-    config[section][name] = value
-  return config
-
-
 @pytest.fixture(scope='module')
 def saved_decoder(tmp_path_factory):
   path = str(tmp_path_factory.mktemp('user_generator') / 'decoder')
@@ -53,9 +32,9 @@ def saved_decoder(tmp_path_factory):
 
 
 def savedmodel_config(path, **overrides):
-  return tiny_joint_config(**{'generator.source': 'savedmodel', 'generator.path': path,
-                              'generator.latent_shape': (4,),
-                              'generator.output_range': (0.0, 1.0), **overrides})
+  return tiny('digits_refine', **{'generator.source': 'savedmodel', 'generator.path': path,
+                                  'generator.latent_shape': (4,),
+                                  'generator.output_range': (0.0, 1.0), **overrides})
 
 
 def test_refinement_over_a_savedmodel_keeps_the_generator_frozen(saved_decoder, tmp_path):
@@ -70,8 +49,8 @@ def test_refinement_over_a_savedmodel_keeps_the_generator_frozen(saved_decoder, 
   assert metrics['latent_grad_norm'] > 0 and metrics['residual_grad_norm'] > 0
   for a, b in zip(g_before, task.generator.model.variables):
     np.testing.assert_array_equal(a, b.numpy())
-  assert any(not np.array_equal(a, b.numpy()) for a, b in zip(hat_before,
-                                                                task.hat.trainable_variables))
+  assert any(not np.array_equal(a, b.numpy())
+             for a, b in zip(hat_before, task.hat.trainable_variables))
   assert sorted(os.listdir(tmp_path / 'samples')) == [
       'generator_0000002.png', 'residual_x5_0000002.png', 'samples_0000002.png']
   # outputs mapped from the declared (0, 1) to the data's [-1, 1]
@@ -92,10 +71,10 @@ def test_generator_that_does_not_match_the_config_fails_naming_both_shapes(saved
 
 
 def test_factory_source_and_config_errors():
-  config = tiny_joint_config(**{'generator.source': 'factory',
-                                'generator.path': 'test_refinement:tiny_decoder',
-                                'generator.latent_shape': (4,),
-                                'generator.output_range': (0.0, 1.0)})
+  config = tiny('digits_refine', **{'generator.source': 'factory',
+                                    'generator.path': 'test_refinement:tiny_decoder',
+                                    'generator.latent_shape': (4,),
+                                    'generator.output_range': (0.0, 1.0)})
   generator, discriminator = generators.load(config)
   assert generator.latent_shape == (4,) and discriminator is None
   assert not generator.model.trainable
@@ -161,21 +140,21 @@ def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved
       'fid': table['test digits']['fid'], 'fid_std': 0.0}
 
 
+@pytest.mark.slow
 def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path):
   """Table 2 in one command: G(Z0), DDLS and the Hat EBM with the same feature network."""
   import json  # pylint: disable=g-import-not-at-top
   import subprocess  # pylint: disable=g-import-not-at-top
   from conftest import REPO  # pylint: disable=g-import-not-at-top
-  from test_sngan import tiny_sngan_config  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.tasks import sngan  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import features  # pylint: disable=g-import-not-at-top
   strategy = tf.distribute.get_strategy()
   gan_dir, run_dir, cache = (str(tmp_path / d) for d in ('sngan', 'refine', 'cache'))
-  gan_config = tiny_sngan_config()
+  gan_config = tiny('digits_sngan')
   Trainer(sngan.SNGANTask(gan_config, strategy), gan_config, gan_dir, strategy,
           verbose=False).train(2)
-  config = tiny_joint_config(**{'generator.path': gan_dir, 'model.gen_width': 8,
-                                'model.disc_width': 8, 'model.z_dim': 4, 'ddls.steps': 2})
+  # tiny() gives both the SN-GAN's shapes (widths 8, z_dim 4) and DDLS 2 steps.
+  config = tiny('digits_refine', **{'generator.path': gan_dir})
   Trainer(joint.JointTask(config, strategy), config, run_dir, strategy,
           verbose=False).train(2)
   features.classifier_features(config.data, cache, epochs=1, verbose=False)  # cached for the run

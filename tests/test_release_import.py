@@ -19,6 +19,7 @@ from tf_hat_ebm import release_import
 
 from conftest import CONFIGS
 from conftest import REPO
+from conftest import load_config
 
 RELEASE = os.path.join(REPO, 'tests', 'data', 'release_nets')
 SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
@@ -99,8 +100,7 @@ def test_missing_and_mismatched_variables_are_one_line_errors(monkeypatch):
 
 
 def small(name, **model):
-  sys.path.insert(0, CONFIGS)
-  config = __import__(name).get_config()
+  config = load_config(name)
   config.model.update(dict(hat_width=32, gen_width=32, **model))
   # float32 whatever this CPU: 'auto' computes in bf16 where the CPU has it, beyond 1e-5.
   config.perf.precision = 'float32'
@@ -138,6 +138,7 @@ def test_a_failed_joint_import_writes_nothing(tmp_path):
   assert not os.path.exists(tmp_path / 'run')
 
 
+@pytest.mark.slow
 def test_command_line_error_is_one_line(tmp_path):
   result = subprocess.run(
       [sys.executable, os.path.join(REPO, 'experiments', 'import_release.py'),

@@ -24,7 +24,7 @@ from tf_hat_ebm import generators
 from tf_hat_ebm import run_lib
 from tpu_utils.strategy import check_batch_split
 
-from conftest import REPO, tiny_config
+from conftest import REPO, tiny
 
 TINY = ['--config.model.hat_width=8', '--config.model.gen_width=8', '--config.model.z_dim=4',
         '--config.langevin.steps=2', '--config.sampling.steps=2',
@@ -76,8 +76,8 @@ CASES = {
     'batch_zero': ('train_synthesis.py', ['--workdir={t}/w', *TINY,
                                           '--config.training.batch_size=0'],
                    ['training.batch_size', '>= 1']),
-    'refinement_misspelt_field': ('sample_refinement.py', ['--config.ddls.stepz=3'],
-                                  ['--config.ddls.stepz', 'steps']),
+    'refinement_of_a_synthesis_run': ('sample_refinement.py', ['--workdir={w}', '--out={t}/c'],
+                                      ['synthesis run', 'sample.py']),
     'num_samples_zero': ('sample.py', ['--workdir={w}', '--num_samples=0', '--output={t}/s'],
                          ['--num_samples=0']),
     'path_chains_zero': ('sample.py', ['--workdir={w}', '--path_chains=0', '--output={t}/s'],
@@ -284,18 +284,19 @@ def test_foreign_saved_model_is_named(tmp_path):
     ('training.batch_size', 0), ('training.batch_size', -4), ('optim.hat_lr', 1e39),
     ('optim.gen_lr', float('nan')), ('optim.hat_lr', -1e-4)])
 def test_range_checks_name_the_config_field(field, value):
-  config = tiny_config(**{field: value})
+  config = tiny(**{field: value})
   with pytest.raises(ValueError, match=rf'^config field {field} must be'):
     run_lib.validate(config)
 
 
 def test_range_checks_accept_sampling_without_steps():
-  run_lib.validate(tiny_config(**{'sampling.steps': 0}))
+  run_lib.validate(tiny(**{'sampling.steps': 0}))
 
 
 def test_batch_split_rejects_non_positive_batches(two_replicas):
   for batch in (0, -4):
-    with pytest.raises(ValueError, match=f'training.batch_size must be an integer >= 1; got {batch}'):
+    with pytest.raises(ValueError,
+                       match=f'training.batch_size must be an integer >= 1; got {batch}'):
       check_batch_split(batch, two_replicas)
   assert check_batch_split(4, two_replicas) == 2
 

@@ -13,13 +13,13 @@ from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import DivergenceError, Trainer
 from tf_hat_ebm import workdir as workdir_lib
 
-from conftest import REPO, tiny_config
+from conftest import REPO, tiny
 
 STRATEGY = tf.distribute.get_strategy()
 
 
 def make_trainer(workdir, config=None, **kwargs):
-  config = config or tiny_config()
+  config = config or tiny()
   return Trainer(SynthesisTask(config, STRATEGY), config, str(workdir), STRATEGY, verbose=False,
                  **kwargs)
 
@@ -82,7 +82,7 @@ def test_explicit_checkpoint_resumes_that_exact_state(four_steps, tmp_path):
   trainer = make_trainer(workdir, resume_from='2')
   assert trainer.restore_or_initialize()
   assert int(trainer.step.numpy()) == 2
-  reference = SynthesisTask(tiny_config(), STRATEGY)
+  reference = SynthesisTask(tiny(), STRATEGY)
   tf.train.Checkpoint(hat=reference.hat).read(ckpt2).expect_partial()
   for a, b in zip(reference.hat.variables, trainer.task.hat.variables):
     np.testing.assert_array_equal(a.numpy(), b.numpy())
@@ -93,7 +93,7 @@ def test_explicit_checkpoint_resumes_that_exact_state(four_steps, tmp_path):
 def test_config_json_is_written_only_after_the_restore(four_steps, tmp_path):
   workdir = copy_of(four_steps, tmp_path)
   before = (workdir / 'config.json').read_text()
-  other = tiny_config(**{'model.hat_width': 16})
+  other = tiny(**{'model.hat_width': 16})
   with pytest.raises(ValueError, match='cannot restore checkpoint'):
     make_trainer(workdir, other, allow_config_change=True).train(6)
   assert (workdir / 'config.json').read_text() == before
@@ -102,7 +102,7 @@ def test_config_json_is_written_only_after_the_restore(four_steps, tmp_path):
 def test_config_check_runs_when_the_state_file_is_missing(four_steps, tmp_path):
   workdir = copy_of(four_steps, tmp_path)
   os.remove(workdir / 'checkpoints' / 'checkpoint')
-  other = tiny_config(**{'model.hat_width': 16})
+  other = tiny(**{'model.hat_width': 16})
   with pytest.raises(ValueError, match=r'different config \(model: '):
     make_trainer(workdir, other).train(6)
 
@@ -110,13 +110,13 @@ def test_config_check_runs_when_the_state_file_is_missing(four_steps, tmp_path):
 @pytest.mark.parametrize('toggled', [False, True])
 def test_checkpoint_data_iterator_toggled_on_resume_names_the_field(four_steps, tmp_path, toggled):
   workdir = copy_of(four_steps, tmp_path)
-  saved = tiny_config().training.checkpoint_data_iterator
+  saved = tiny().training.checkpoint_data_iterator
   if toggled:  # the checkpoints were written with the other value
     config = json.loads((workdir / 'config.json').read_text())
     config['training']['checkpoint_data_iterator'] = not saved
     (workdir / 'config.json').write_text(json.dumps(config))
     saved = not saved
-  other = tiny_config(**{'training.checkpoint_data_iterator': not saved})
+  other = tiny(**{'training.checkpoint_data_iterator': not saved})
   before = listing(workdir)
   with pytest.raises(ValueError, match=rf'training.checkpoint_data_iterator was {saved} when the '
                      rf'checkpoints .* --config.training.checkpoint_data_iterator={saved}$'):
@@ -131,7 +131,7 @@ def test_older_config_json_resumes(four_steps, tmp_path):
   del config['optim']['hat_clip_mode']
   config['model'].pop('init', None)
   (workdir / 'config.json').write_text(json.dumps(config))
-  trainer = make_trainer(workdir, tiny_config(**{'model.init': 'mimicry'}))
+  trainer = make_trainer(workdir, tiny(**{'model.init': 'mimicry'}))
   trainer.train(5)
   assert trainer.resumed_at == 4
 
@@ -169,8 +169,8 @@ def test_range_checks(four_steps, tmp_path):
                             ('checkpoint_every', -5, 'checkpoint_every must be >= 0'),
                             ('rollback_lr_factor', 2.0, r'rollback_lr_factor must be in \(0, 1\)')):
     with pytest.raises(ValueError, match=match):
-      make_trainer(workdir, tiny_config(**{f'training.{key}': value})).train(6)
-  config = tiny_config()
+      make_trainer(workdir, tiny(**{f'training.{key}': value})).train(6)
+  config = tiny()
   config.training.guard.action = 'explode'
   with pytest.raises(ValueError, match='training.guard.action must be one of'):
     make_trainer(workdir, config).train(6)
@@ -193,7 +193,7 @@ def test_orphans_of_a_killed_save_are_removed_and_nothing_else(four_steps, tmp_p
 
 
 def test_huge_learning_rate_never_saves_non_finite_weights(tmp_path):
-  config = tiny_config(**{'optim.hat_lr': 3e38, 'optim.gen_lr': 3e38})
+  config = tiny(**{'optim.hat_lr': 3e38, 'optim.gen_lr': 3e38})
   config.training.steps_per_loop = 1
   config.training.checkpoint_every = 1
   with pytest.raises(DivergenceError, match='non-finite'):
@@ -221,22 +221,23 @@ def test_non_finite_state_is_never_saved(tmp_path):
   assert not os.path.exists(tmp_path / 'checkpoints' / 'ckpt-1.index')
 
 
+@pytest.mark.slow
 def test_script_stops_in_one_line_on_a_missing_state_file(four_steps, tmp_path):
   workdir = copy_of(four_steps, tmp_path)
   os.remove(workdir / 'checkpoints' / 'checkpoint')
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
-  tiny = ['--config.model.hat_width=8', '--config.model.gen_width=8', '--config.model.z_dim=4',
-          '--config.langevin.steps=2', '--config.sampling.steps=2',
-          '--config.training.batch_size=4', '--config.training.bank_size=16',
-          '--config.training.num_steps=6', '--config.training.steps_per_loop=2',
-          '--config.training.checkpoint_every=2', '--config.training.num_grid_samples=4']
+  flags = ['--config.model.hat_width=8', '--config.model.gen_width=8', '--config.model.z_dim=4',
+           '--config.langevin.steps=2', '--config.sampling.steps=2',
+           '--config.training.batch_size=4', '--config.training.bank_size=16',
+           '--config.training.num_steps=6', '--config.training.steps_per_loop=2',
+           '--config.training.checkpoint_every=2', '--config.training.num_grid_samples=4']
   script = os.path.join(REPO, 'experiments', 'train_synthesis.py')
-  result = subprocess.run([sys.executable, script, f'--workdir={workdir}', *tiny],
+  result = subprocess.run([sys.executable, script, f'--workdir={workdir}', *flags],
                           capture_output=True, text=True, env=env, timeout=300)
   assert result.returncode == 1
   assert result.stderr.strip().splitlines()[-1].startswith(
       f'error: cannot resume from {workdir}/checkpoints: its `checkpoint` state file is missing')
   result = subprocess.run([sys.executable, script, f'--workdir={workdir}', '--checkpoint=2',
-                           *tiny], capture_output=True, text=True, env=env, timeout=300)
+                           *flags], capture_output=True, text=True, env=env, timeout=300)
   assert result.returncode == 0, result.stderr
   assert 'Resumed from' in result.stdout and 'ckpt-2 at step 2' in result.stdout

@@ -1,6 +1,6 @@
-"""SN-GAN baseline: hinge-loss signs, a discriminator step, training, checkpoint and mismatch errors."""
+"""SN-GAN baseline: hinge-loss signs, a discriminator step, training, checkpoint and mismatch
+errors."""
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -11,28 +11,7 @@ from tf_hat_ebm import nets
 from tf_hat_ebm.tasks import sngan
 from tf_hat_ebm.trainer import Trainer
 
-from conftest import CONFIGS
-
-
-def tiny_sngan_config(**overrides):
-  sys.path.insert(0, CONFIGS)
-  import digits_sngan  # pylint: disable=g-import-not-at-top
-  config = digits_sngan.get_config()
-  config.model.gen_width = 8
-  config.model.disc_width = 8
-  config.model.z_dim = 4
-  config.training.batch_size = 4
-  config.training.n_dis = 2
-  config.training.num_steps = 2
-  config.training.steps_per_loop = 2
-  config.training.log_every = 2
-  config.training.checkpoint_every = 2
-  config.training.sample_every = 2
-  config.training.num_grid_samples = 4
-  for key, value in overrides.items():
-    section, name = key.split('.')
-    config[section][name] = value
-  return config
+from conftest import tiny
 
 
 def test_hinge_losses_signs():
@@ -45,7 +24,8 @@ def test_hinge_losses_signs():
 
 
 def test_discriminator_step_raises_d_on_data_and_lowers_it_on_samples():
-  task = sngan.SNGANTask(tiny_sngan_config(**{'optim.disc_lr': 1e-3}), tf.distribute.get_strategy())
+  task = sngan.SNGANTask(tiny('digits_sngan', **{'optim.disc_lr': 1e-3}),
+                         tf.distribute.get_strategy())
   real = tf.fill([4, 16, 16, 1], 0.1)  # D within the hinge margin (|D| < 1) on both sides
   fake = -real
   for _ in range(10):  # converge the power iterations, so the step alone moves D
@@ -82,7 +62,7 @@ def test_spectral_norm_bounds_the_kernel():
 
 
 def test_training_saves_g_and_d_and_loader_rejects_a_mismatch(tmp_path):
-  config = tiny_sngan_config()
+  config = tiny('digits_sngan')
   strategy = tf.distribute.get_strategy()
   task = sngan.SNGANTask(config, strategy)
   trainer = Trainer(task, config, str(tmp_path), strategy, verbose=False)
@@ -98,8 +78,9 @@ def test_training_saves_g_and_d_and_loader_rejects_a_mismatch(tmp_path):
   assert not g.trainable and not d.trainable
   x = tf.random.normal([2, 16, 16, 1])
   np.testing.assert_allclose(d(x).numpy(), task.discriminator(x).numpy(), rtol=1e-5, atol=1e-6)
-  wrong = tiny_sngan_config(**{'model.z_dim': 8, 'model.gen_width': 16, 'data.image_size': 32,
-                               'data.channels': 3})
+  wrong = tiny('digits_sngan', **{'model.z_dim': 8, 'model.gen_width': 16,
+                                  'data.image_size': 32, 'data.channels': 3})
   with pytest.raises(ValueError, match=r'checkpoint has image 16x16x1, generator width 8, '
-                     r'latent \[4\]; config expects image 32x32x3, generator width 16, latent \[8\]'):
+                     r'latent \[4\]; config expects image 32x32x3, generator width 16, '
+                     r'latent \[8\]'):
     generators.load_sngan(str(tmp_path), wrong)

@@ -11,7 +11,7 @@ from tf_hat_ebm import run_lib
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import DivergenceError, Trainer
 
-from conftest import REPO, tiny_config
+from conftest import REPO, tiny
 
 
 def variables_of(item):
@@ -28,7 +28,7 @@ def snapshot(task):
 
 
 def test_two_replica_training_changes_bank_and_stays_finite(two_replicas, tmp_path):
-  config = tiny_config()
+  config = tiny()
   task = SynthesisTask(config, two_replicas)
   trainer = Trainer(task, config, str(tmp_path), two_replicas, verbose=False)
   trainer.restore_or_initialize()
@@ -54,7 +54,7 @@ def test_two_replica_training_changes_bank_and_stays_finite(two_replicas, tmp_pa
 
 def test_resume_restores_every_piece_of_state(tmp_path):
   strategy = tf.distribute.get_strategy()
-  config = tiny_config()
+  config = tiny()
   first = SynthesisTask(config, strategy)
   trainer = Trainer(first, config, str(tmp_path), strategy, verbose=False)
   trainer.train(4)
@@ -78,7 +78,7 @@ def test_resume_restores_every_piece_of_state(tmp_path):
 
 
 def test_current_samples_ablation_runs_without_bank(tmp_path):
-  config = tiny_config(**{'training.generator_update': 'current'})
+  config = tiny(**{'training.generator_update': 'current'})
   strategy = tf.distribute.get_strategy()
   task = SynthesisTask(config, strategy)
   assert task.bank is None
@@ -87,7 +87,7 @@ def test_current_samples_ablation_runs_without_bank(tmp_path):
 
 
 def test_divergence_stops_before_any_checkpoint_of_that_state(tmp_path):
-  config = tiny_config(**{'optim.hat_lr': 1e30, 'optim.gen_lr': 1e30})
+  config = tiny(**{'optim.hat_lr': 1e30, 'optim.gen_lr': 1e30})
   config.training.checkpoint_every = 1
   config.training.steps_per_loop = 1
   strategy = tf.distribute.get_strategy()
@@ -108,16 +108,16 @@ def test_divergence_stops_before_any_checkpoint_of_that_state(tmp_path):
 
 
 def test_batch_not_divisible_by_replicas(two_replicas):
-  config = tiny_config(**{'training.batch_size': 5})
+  config = tiny(**{'training.batch_size': 5})
   with pytest.raises(ValueError, match='global batch 5 cannot be split evenly over 2 replicas'):
     SynthesisTask(config, two_replicas)
 
 
 def test_validate_rejects_unknown_dataset_and_size():
-  config = tiny_config(**{'data.name': 'imagenet'})
+  config = tiny(**{'data.name': 'imagenet'})
   with pytest.raises(ValueError, match="unknown dataset 'imagenet'"):
     run_lib.validate(config)
-  config = tiny_config(**{'data.image_size': 24})
+  config = tiny(**{'data.image_size': 24})
   with pytest.raises(ValueError, match='image size 24'):
     run_lib.validate(config)
 
@@ -128,6 +128,7 @@ def run_script(*args):
                          *args], capture_output=True, text=True, env=env, timeout=300)
 
 
+@pytest.mark.slow
 def test_script_rejects_misspelt_override(tmp_path):
   result = run_script(f'--workdir={tmp_path}', '--config.langevin.stepz=3')
   assert result.returncode != 0
@@ -135,6 +136,7 @@ def test_script_rejects_misspelt_override(tmp_path):
   assert not os.path.exists(tmp_path / 'checkpoints')
 
 
+@pytest.mark.slow
 def test_script_rejects_unknown_dataset_in_one_line(tmp_path):
   result = run_script(f'--workdir={tmp_path}', '--config.data.name=cifar11')
   assert result.returncode == 1
@@ -145,17 +147,17 @@ def test_script_rejects_unknown_dataset_in_one_line(tmp_path):
 
 def test_workdir_of_another_config_is_refused_and_left_intact(tmp_path):
   strategy = tf.distribute.get_strategy()
-  config = tiny_config()
+  config = tiny()
   Trainer(SynthesisTask(config, strategy), config, str(tmp_path), strategy,
           verbose=False).train(2)
   files = sorted(os.listdir(tmp_path / 'checkpoints'))
-  other = tiny_config(**{'model.hat_width': 16})
+  other = tiny(**{'model.hat_width': 16})
   with pytest.raises(ValueError, match=r'different config \(model: .*--allow_config_change'):
     Trainer(SynthesisTask(other, strategy), other, str(tmp_path), strategy,
             verbose=False).train(4)
   assert sorted(os.listdir(tmp_path / 'checkpoints')) == files
   # a longer run of the same config resumes
-  longer = tiny_config(**{'training.num_steps': 4})
+  longer = tiny(**{'training.num_steps': 4})
   trainer = Trainer(SynthesisTask(longer, strategy), longer, str(tmp_path), strategy,
                     verbose=False)
   trainer.train()
@@ -166,7 +168,7 @@ def test_unwritable_workdir_is_a_clear_error(tmp_path):
   blocker = tmp_path / 'file'
   blocker.write_text('not a directory')
   strategy = tf.distribute.get_strategy()
-  config = tiny_config()
+  config = tiny()
   with pytest.raises(PermissionError, match='cannot create workdir'):
     Trainer(SynthesisTask(config, strategy), config, str(blocker / 'run'), strategy,
             verbose=False).train(2)
@@ -177,7 +179,7 @@ def test_resumed_run_reproduces_uninterrupted_run(tmp_path):
 
   def run(workdir, stops):
     for stop in stops:  # a fresh process for each leg: everything rebuilt, then restored
-      config = tiny_config()
+      config = tiny()
       task = SynthesisTask(config, strategy)
       Trainer(task, config, str(workdir), strategy, verbose=False).train(stop)
     return [v.numpy() for v in task.hat.trainable_variables + task.generator.trainable_variables]
@@ -190,15 +192,15 @@ def test_resumed_run_reproduces_uninterrupted_run(tmp_path):
 
 def test_rollback_restores_last_good_checkpoint_and_lowers_learning_rate(tmp_path):
   strategy = tf.distribute.get_strategy()
-  config = tiny_config()
+  config = tiny()
   first = SynthesisTask(config, strategy)
   Trainer(first, config, str(tmp_path), strategy, verbose=False).train(2)
   good = [v.numpy().copy() for v in first.hat.trainable_variables]
   # resumed with absurd learning rates: the next steps diverge, the run rolls back to step 2 and
   # continues with both rates x 1e-35 (effectively 1e-5), so it finishes finite
-  absurd = tiny_config(**{'optim.hat_lr': 1e30, 'optim.gen_lr': 1e30,
-                          'training.rollback_on_divergence': True,
-                          'training.rollback_lr_factor': 1e-35, 'training.max_rollbacks': 1})
+  absurd = tiny(**{'optim.hat_lr': 1e30, 'optim.gen_lr': 1e30,
+                   'training.rollback_on_divergence': True,
+                   'training.rollback_lr_factor': 1e-35, 'training.max_rollbacks': 1})
   task = SynthesisTask(absurd, strategy)
   trainer = Trainer(task, absurd, str(tmp_path), strategy, verbose=False)
   metrics = trainer.train(4)
@@ -212,7 +214,7 @@ def test_rollback_restores_last_good_checkpoint_and_lowers_learning_rate(tmp_pat
 
 
 def test_resume_checkpoints_rotate_and_archived_snapshots_stay(tmp_path):
-  config = tiny_config(**{'training.keep_checkpoints': 1, 'training.archive_every': 2})
+  config = tiny(**{'training.keep_checkpoints': 1, 'training.archive_every': 2})
   strategy = tf.distribute.get_strategy()
   Trainer(SynthesisTask(config, strategy), config, str(tmp_path), strategy,
           verbose=False).train(6)
@@ -225,7 +227,7 @@ def test_resume_checkpoints_rotate_and_archived_snapshots_stay(tmp_path):
 
 def test_truncated_checkpoint_is_a_clear_error_and_is_left_in_place(tmp_path):
   strategy = tf.distribute.get_strategy()
-  config = tiny_config()
+  config = tiny()
   Trainer(SynthesisTask(config, strategy), config, str(tmp_path), strategy,
           verbose=False).train(2)
   ckpt = tmp_path / 'checkpoints'

@@ -18,7 +18,7 @@ MIN_BF16_COMPUTE_CAPABILITY = (8, 0)
 
 
 def cpu_flags(cpuinfo_text):
-  """The feature flags of the first CPU in a /proc/cpuinfo text ('flags' on x86, 'Features' on ARM)."""
+  """Feature flags of the first CPU in a /proc/cpuinfo text ('flags' on x86, 'Features' on ARM)."""
   for line in cpuinfo_text.splitlines():
     key, sep, value = line.partition(':')
     if sep and key.strip() in ('flags', 'Features'):
@@ -73,7 +73,8 @@ def detect(strategy=None, cpuinfo_text=None):
               gpu_capabilities=gpu_compute_capabilities())
 
 
-def choose_precision(platform, cpu_flags=(), gpu_capabilities=()):  # pylint: disable=redefined-outer-name
+# pylint: disable-next=redefined-outer-name
+def choose_precision(platform, cpu_flags=(), gpu_capabilities=()):
   """(precision, reason) of 'auto' for a platform 'TPU' / 'GPU' / 'CPU' and its details."""
   if platform == 'TPU':
     return BF16, 'TPU (native bf16)'
