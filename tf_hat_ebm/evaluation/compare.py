@@ -47,7 +47,7 @@ def latent_batches(model, num, seed, batch_size=250):
   """(Z0, seed) of each batch of `num` latents; Z0 of batch b from seed + b."""
   for b, start in enumerate(range(0, num, batch_size)):
     n = min(batch_size, num - start)
-    z0 = tf.random.Generator.from_seed(seed + b).normal([n, *model.generator.latent_shape])
+    z0 = tf.random.Generator.from_seed([seed + b]).normal([n, *model.generator.latent_shape])
     yield z0, tf.constant(seed + b, tf.int64)
 
 

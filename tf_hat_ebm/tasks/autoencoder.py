@@ -75,6 +75,6 @@ class AutoencoderTask(base.Task):
   def grid_samples(self, num):
     """{'x': reconstructions of the first test images, 'g_z': decoder of N(0, I) latents}."""
     test = next(iter(data_lib.eval_dataset(self.config.data, self.config.data.test_split, num)))
-    self.grid_rng.reset_from_seed(self.config.seed + 1)
+    self.grid_rng.reset_from_seed([self.config.seed + 1])
     z = self.grid_rng.normal([num, *self.decoder.latent_shape])
     return {'x': self.decoder(self.encoder(test)).numpy(), 'g_z': self.decoder(z).numpy()}

@@ -31,8 +31,11 @@ class Task:
     with strategy.scope():
       # One factor on every learning rate; a divergence rollback lowers it (trainer.py).
       self.lr_scale = tf.Variable(1.0, trainable=False, name='lr_scale')
-      self.rng = tf.random.Generator.from_seed(config.seed)
-      self.grid_rng = tf.random.Generator.from_seed(config.seed + 1)
+      # Seeds as 1-element lists: the seed becomes Philox's key, as a seed tensor does (the
+      # exported sample(seed)). A bare Python int becomes the counter instead, and seeds s and
+      # s + 1 then draw one stream shifted by a block (TensorFlow's _make_1d_state).
+      self.rng = tf.random.Generator.from_seed([config.seed])
+      self.grid_rng = tf.random.Generator.from_seed([config.seed + 1])
       self.networks: Dict[str, Any] = {}    # checkpoint name -> network that trains or is saved
       self.optimizers: Dict[str, Any] = {}  # network short name ('hat') -> its Adam
       self.build()
@@ -122,7 +125,7 @@ class HatTask(Task):
 
   def grid_samples(self, num):
     """Fixed-seed samples of the training chain for the image grids."""
-    self.grid_rng.reset_from_seed(self.config.seed + 1)
+    self.grid_rng.reset_from_seed([self.config.seed + 1])
     if self._grid_fn is None:
       self._grid_fn = tf.function(lambda n: self.strategy.run(
           lambda: self.replica_sample(self.grid_rng, n, self.settings)))

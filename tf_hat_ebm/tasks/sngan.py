@@ -112,6 +112,6 @@ class SNGANTask(base.Task):
 
   def grid_samples(self, num):
     """Fixed-seed G(z) for the image grids: {'x'} numpy."""
-    self.grid_rng.reset_from_seed(self.config.seed + 1)
+    self.grid_rng.reset_from_seed([self.config.seed + 1])
     z = self.grid_rng.normal([num, *self.generator.latent_shape])
     return {'x': self.generator(z, training=False).numpy()}

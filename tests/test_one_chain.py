@@ -1,0 +1,98 @@
+"""One sampling chain: what evaluation and export sample is the training config's sampling chain.
+
+For every task kind with a chain (synthesis, refinement, retrofit), a trained workdir is loaded the
+way every evaluation script loads it (checkpoints.load_run, the registry's inference model), its
+export module is saved and reloaded, and the samples of one seed are compared with the training
+task's own chain on `config.sampling` from the same seed.
+"""
+import dataclasses
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_hat_ebm import checkpoints
+from tf_hat_ebm import export
+from tf_hat_ebm import registry
+from tf_hat_ebm.trainer import Trainer
+
+from conftest import tiny
+
+SEED, NUM = 7, 5
+
+
+def train(config, workdir):
+  strategy = tf.distribute.get_strategy()
+  task = registry.for_config(config).task_class()(config, strategy)
+  Trainer(task, config, workdir, strategy, verbose=False).train(2)
+  return task
+
+
+def training_chain(task, seed=SEED, num=NUM):
+  """The task's own chain on its config's `sampling` settings, images clipped as exported."""
+  # A seed list, as the tasks seed their generators: the same Philox key as the module's tensor.
+  out = task.replica_sample(tf.random.Generator.from_seed([seed]), num, task.sampling_settings)
+  return np.clip(out['x'].numpy(), -1.0, 1.0)
+
+
+def assert_exported_chain_is_the_training_chain(task, workdir, tmp_path):
+  run = checkpoints.load_run(workdir)
+  assert run.model.sampling == task.sampling_settings
+  module = export.build_module(run)
+  expected = training_chain(task)
+  np.testing.assert_allclose(module.sample(NUM, SEED)['images'].numpy(), expected, atol=1e-5)
+  saved = tf.saved_model.load(export.save(module, str(tmp_path / 'saved_model')))
+  np.testing.assert_allclose(saved.sample(num_samples=NUM, seed=SEED)['images'].numpy(),
+                             expected, atol=1e-5)
+  return run
+
+
+@pytest.fixture(scope='module')
+def autoencoder_workdir(tmp_path_factory):
+  workdir = str(tmp_path_factory.mktemp('autoencoder'))
+  train(tiny('digits_autoencoder', **{'training.batch_size': 8, 'training.eval_every': 0}),
+        workdir)
+  return workdir
+
+
+def test_synthesis(tmp_path):
+  config = tiny('digits_synth', **{'sampling.init_scale': 0.01, 'sampling.steps': 3})
+  task = train(config, str(tmp_path / 'run'))
+  assert_exported_chain_is_the_training_chain(task, str(tmp_path / 'run'), tmp_path)
+
+
+def test_refinement(tmp_path):
+  config = tiny('digits_refine', **{'generator.source': 'factory',
+                                    'generator.path': 'test_refinement:tiny_decoder',
+                                    'generator.latent_shape': (4,),
+                                    'generator.output_range': (0.0, 1.0),
+                                    'sampling.steps': 3})
+  task = train(config, str(tmp_path / 'run'))
+  assert_exported_chain_is_the_training_chain(task, str(tmp_path / 'run'), tmp_path)
+
+
+def test_retrofit_keeps_its_latents_on_the_decoders_sphere(autoencoder_workdir, tmp_path):
+  config = tiny('digits_retrofit', **{'generator.path': autoencoder_workdir,
+                                      'sampling.steps': 3})
+  assert config.sampling.latent_sphere
+  task = train(config, str(tmp_path / 'run'))
+  run = assert_exported_chain_is_the_training_chain(task, str(tmp_path / 'run'), tmp_path)
+  # The chain without the sphere samples other images: the comparison above can fail.
+  off_sphere = dataclasses.replace(run.model, sampling=dataclasses.replace(
+      run.model.sampling, latent_sphere=False))
+  module = registry.get('joint').export_module(off_sphere, run.config)
+  assert not np.allclose(module.sample(NUM, SEED)['images'].numpy(), training_chain(task),
+                         atol=1e-3)
+  latents = module.sample(NUM, SEED)['latents'].numpy().reshape(NUM, -1)
+  assert not np.allclose(np.linalg.norm(latents, axis=1), 8.0, rtol=1e-3)
+
+
+@pytest.mark.parametrize('experiment', ['digits_sngan', 'digits_autoencoder'])
+def test_kinds_without_a_chain_are_not_loaded_for_sampling(experiment, tmp_path):
+  config = tiny(experiment, **{'training.batch_size': 8})
+  if 'eval_every' in config.training:
+    config.training.eval_every = 0
+  train(config, str(tmp_path))
+  with pytest.raises(ValueError, match=f"holds a '{config.experiment}' run; loadable experiments: "
+                     'joint, synthesis'):
+    checkpoints.load_run(str(tmp_path))
