@@ -5,7 +5,8 @@ r"""Out-of-distribution detection by the energy H(x) (the paper's Table 3): AURO
 
 In-distribution: the test split of the run's dataset. OOD sets: tfds svhn_cropped, cifar100,
 celeb_a (resized to the model's resolution), or for digits the offline sets of
-tf_hat_ebm/evaluation/ood.py. Higher energy = OOD. Also written to <workdir>/ood.json (an existing one only with --overwrite).
+tf_hat_ebm/evaluation/ood.py. Higher energy = OOD. Also written to <workdir>/ood.json (an existing
+one only with --overwrite).
 """
 import os
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')

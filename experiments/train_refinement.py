@@ -1,7 +1,7 @@
 r"""Trains a joint Hat EBM on top of a frozen generator (refinement of a pretrained SN-GAN).
 
-  python experiments/train_sngan.py                  # first: the digits SN-GAN, workdir/digits_sngan
-  python experiments/train_refinement.py             # then: workdir/digits_refine
+  python experiments/train_sngan.py        # first: the digits SN-GAN, workdir/digits_sngan
+  python experiments/train_refinement.py   # then: workdir/digits_refine
   python experiments/train_refinement.py --config=experiments/configs/cifar10_refine.py \
       --config.generator.path=/data/runs/cifar10_sngan --config.data.data_dir=/data/tfds
 
@@ -9,7 +9,7 @@ The generator comes from --config.generator.source/path ('sngan', 'autoencoder',
 'factory'); a generator whose shapes do not match the config is an error before training starts.
 Running the same command again resumes from the workdir's latest checkpoint.
 """
-import train_lib  # experiments/train_lib.py: flags --config, --workdir, --tpu, --allow_config_change
+import train_lib  # experiments/train_lib.py: --config, --workdir, --tpu, --allow_config_change
 
 if __name__ == '__main__':
   train_lib.run('digits_refine.py')

@@ -1,12 +1,12 @@
 r"""Trains a synthesis Hat EBM: hat network and generator in tandem (paper Alg. 1).
 
-  python experiments/train_synthesis.py                       # embedded digits, ./workdir/digits_synth
+  python experiments/train_synthesis.py             # embedded digits, ./workdir/digits_synth
   python experiments/train_synthesis.py --config=experiments/configs/cifar10_synth.py \
       --workdir=gs://bucket/cifar10 --tpu=my-tpu --config.data.data_dir=gs://bucket/tfds
 
 Running the same command again resumes from the workdir's latest checkpoint.
 """
-import train_lib  # experiments/train_lib.py: flags --config, --workdir, --tpu, --allow_config_change
+import train_lib  # experiments/train_lib.py: --config, --workdir, --tpu, --allow_config_change
 
 if __name__ == '__main__':
   train_lib.run('digits_synth.py')

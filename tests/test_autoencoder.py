@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
 from tf_hat_ebm import nets
 from tf_hat_ebm.tasks import autoencoder

@@ -87,7 +87,7 @@ def test_energy_gradient_has_temperature_and_prior():
 def test_conditional_sampler_matches_hand_computed_chain():
   w = np.array([1.0, -2.0], np.float32).reshape(1, 1, 2, 1)
   settings = langevin.ChainSettings(steps=2, step_size=0.2, temperature=0.5, max_drift=0.05,
-                                       prior_sigma=1.0, noise=True)
+                                    prior_sigma=1.0, noise=True)
   noises = [np.full([1, 1, 2, 1], 0.1, np.float32), np.full([1, 1, 2, 1], -0.2, np.float32)]
   y, diag = langevin.sample_conditional(LinearHat(w), tf.ones([1, 1, 2, 1]), QueueNoise(noises),
                                         settings)
@@ -107,7 +107,7 @@ def test_conditional_sampler_matches_hand_computed_chain():
 def test_conditional_sampler_noise_off_and_init_scale():
   w = np.ones([1, 2, 2, 1], np.float32)
   settings = langevin.ChainSettings(steps=3, step_size=0.1, temperature=1.0, max_drift=None,
-                                       noise=False, init_scale=0.0)
+                                    noise=False, init_scale=0.0)
   y, _ = langevin.sample_conditional(LinearHat(w), tf.zeros([2, 2, 2, 1]),
                                      tf.random.Generator.from_seed(0), settings)
   np.testing.assert_allclose(y.numpy(), np.full([2, 2, 2, 1], -3 * 0.005), rtol=1e-5)

@@ -64,10 +64,10 @@ def test_generator_that_does_not_match_the_config_fails_naming_both_shapes(saved
   with pytest.raises(ValueError, match=r'maps latents \[4\] to images \[16, 16, 1\]; the config '
                      r'expects images \[32, 32, 3\]'):
     joint.JointTask(savedmodel_config(saved_decoder, **{'data.image_size': 32,
-                                                             'data.channels': 3}), strategy)
+                                                        'data.channels': 3}), strategy)
   with pytest.raises(ValueError, match=r'does not accept latents of shape \[5\]'):
     joint.JointTask(savedmodel_config(saved_decoder, **{'generator.latent_shape': (5,)}),
-                         strategy)
+                    strategy)
 
 
 def test_factory_source_and_config_errors():

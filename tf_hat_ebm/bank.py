@@ -2,9 +2,9 @@
 
 The bank is replica-local: every replica owns N / replicas entries (rounded to whole per-replica
 batches) and only ever reads and overwrites its own part, in place, with no cross-replica traffic.
-It is one `SyncOnRead` variable per tensor, whose per-replica components are checkpointed one by one:
-a SyncOnRead variable saved as a whole would store a single aggregated value, and every replica's
-part must survive a save and restore.
+It is one `SyncOnRead` variable per tensor, whose per-replica components are checkpointed one by
+one: a SyncOnRead variable saved as a whole would store a single aggregated value, and every
+replica's part must survive a save and restore.
 """
 import tensorflow as tf
 

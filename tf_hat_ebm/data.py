@@ -1,7 +1,8 @@
 """Input pipelines: tfds datasets and the embedded scikit-learn digits, pixels in [-1, 1].
 
 Every pipeline is built per input pipeline from a `tf.distribute.InputContext` (sharded by
-pipeline id, batched to the per-replica batch with drop_remainder=True so shapes are static for TPU).
+pipeline id, batched to the per-replica batch with drop_remainder=True so shapes are static for
+TPU).
 """
 import socket
 import threading

@@ -162,9 +162,9 @@ def sample_conditional(hat, g_z, rng, settings, y0=None, generator_fn=None):
   return tf.stop_gradient(y), diagnostics
 
 
-# ---- Joint Hat EBM: alternating Langevin over the residual Y and the latent Z ---------------------
+# ---- Joint Hat EBM: alternating Langevin over the residual Y and the latent Z -------------------
 def generate(generator, z):
-  """G(z) in float32 with G in inference mode (frozen batch norm, no dropout) for any Keras model."""
+  """G(z) in float32, G in inference mode (frozen batch norm, no dropout), for any Keras model."""
   return tf.cast(generator(z, training=False), tf.float32)
 
 
@@ -178,7 +178,7 @@ def latent_energy_and_grad(hat, generator, z, y, temperature):
 
 
 def project_to_sphere(z):
-  """Each latent rescaled to norm sqrt(m), m = its number of entries (where N(0, I) concentrates)."""
+  """Each latent rescaled to norm sqrt(m), m its number of entries (where N(0, I) concentrates)."""
   m = float(np.prod(z.shape[1:]))
   norm = tf.sqrt(tf.reduce_sum(tf.square(z), axis=list(range(1, len(z.shape))), keepdims=True))
   return z * (math.sqrt(m) / tf.maximum(norm, 1e-12))

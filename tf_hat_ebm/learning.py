@@ -25,7 +25,8 @@ def ml_loss(energy_pos, energy_neg, temperature, global_batch_size=None):
 
 
 def generator_loss(generated, target, factor=1000.0, global_batch_size=None):
-  """factor * mean((G(Z) - X)^2) over the batch and every pixel (paper eq. 11, 1/(2 tau^2) = 1000)."""
+  """factor * mean((G(Z) - X)^2) over the batch and every pixel (paper eq. 11, 1/(2 tau^2) =
+  1000)."""
   sq = tf.square(tf.cast(generated, tf.float32) - tf.cast(target, tf.float32))
   per_sample = tf.reduce_mean(tf.reshape(sq, [tf.shape(sq)[0], -1]), axis=1)
   n = tf.cast(global_batch_size or tf.shape(sq)[0], tf.float32)

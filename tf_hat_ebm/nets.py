@@ -2,7 +2,7 @@
 
 * The hat network H is the SN-GAN discriminator with every spectral norm removed: image -> scalar.
 * The generator G is the SN-GAN generator: latent -> image, `out_factor * tanh(.)`.
-* The SN-GAN discriminator D (the baseline a refinement starts from, and DDLS's) is the hat network's
+* The SN-GAN discriminator D (of the GAN a refinement starts from, and DDLS's) is the hat network's
   layout with spectral normalisation on every convolution and on its dense head.
 * The retrofit's deterministic autoencoder: an encoder to an image-shaped latent on a sphere, and
   a decoder back (the authors' release's GenDecoder32 layout).

@@ -105,8 +105,8 @@ class Run:
     if self.write and self.index is not None:
       runs = self._read()
       if self.index < len(runs):
-        runs[self.index].update(end_step=int(step), **{k: (round(v, 3) if isinstance(v, float)
-                                                            else v) for k, v in summary.items()})
+        runs[self.index].update(end_step=int(step), **{
+            k: (round(v, 3) if isinstance(v, float) else v) for k, v in summary.items()})
         self._write(runs)
     return summary
 

@@ -165,7 +165,7 @@ def interrupted_training(workdir):
 
 def one_line(error):
   """The informative line of an error (TF's traced errors start with 'in user code:')."""
-  lines = [l.strip() for l in str(error).strip().splitlines() if l.strip()]
+  lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
   if not lines:
     return type(error).__name__
   if lines[0].startswith('in user code') and len(lines) > 1:
@@ -208,8 +208,8 @@ def _config_flag_error(error):
   if isinstance(error, SyntaxError):
     text = f'{error.msg} ({error.filename}, line {error.lineno})'
   else:
-    lines = [l.strip() for l in str(error.args[0] if error.args else error).splitlines()
-             if l.strip()]
+    lines = [line.strip() for line in str(error.args[0] if error.args else error).splitlines()
+             if line.strip()]
     # A failed config file load reports the OS error last; an unknown field comes first.
     text = (lines[-1] if isinstance(error, OSError) else
             '; '.join(lines).replace("'", '', 2)) if lines else type(error).__name__

@@ -320,6 +320,7 @@ class Trainer:
     raise RunawayError(
         f'{message}; lower optim.hat_lr, raise langevin.steps or langevin.max_drift, resume an '
         'older checkpoint with --checkpoint=STEP, or set --config.training.guard.action=warn')
+
   # ---- outputs -------------------------------------------------------------------------------
   def evaluate(self, writer, step):
     """The task's evaluation metrics: TensorBoard under eval/ and one log line."""

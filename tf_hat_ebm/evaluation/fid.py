@@ -153,4 +153,3 @@ def mean_std(values):
   """(mean, std) over runs; std is the population std (0 for a single run)."""
   values = np.asarray(values, np.float64)
   return float(values.mean()), float(values.std())
-

@@ -49,8 +49,7 @@ class AutoencoderTask(base.Task):
       return learning.generator_loss(self.decoder(z), images, tcfg.recon_factor,
                                      self.global_batch)
 
-    loss, norm = learning.apply_gradients(self.optimizers['ae'], loss_fn,
-                                           self.variables)
+    loss, norm = learning.apply_gradients(self.optimizers['ae'], loss_fn, self.variables)
     loss = loss * self.strategy.num_replicas_in_sync
     return dict(loss=loss, mse=loss / tcfg.recon_factor, grad_norm=norm)
 

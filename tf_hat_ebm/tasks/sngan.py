@@ -33,7 +33,8 @@ def learning_rates(config):
 
 
 def discriminator_loss(d_real, d_fake, global_batch_size):
-  """TF-GAN's hinge loss mean(relu(1 - D(real))) + mean(relu(1 + D(fake))), over the global batch."""
+  """TF-GAN's hinge loss mean(relu(1 - D(real))) + mean(relu(1 + D(fake))) over the global
+  batch."""
   return tfgan_losses.wasserstein_hinge_discriminator_loss(
       d_real, d_fake, real_weights=1.0 / global_batch_size,
       generated_weights=1.0 / global_batch_size, loss_collection=None,

@@ -2,7 +2,8 @@
 
 Per training step, on every replica:
   EBM:        X+ = data + data_eps * N(0, I);  Z ~ N(0, I);  Y_K by K conditional Langevin steps
-              from Y_0;  X- = G(Z; phi_{t-1}) + Y_K;  theta <- Adam(grad (mean H(X+) - mean H(X-))/T)
+              from Y_0;  X- = G(Z; phi_{t-1}) + Y_K;
+              theta <- Adam(grad (mean H(X+) - mean H(X-)) / T)
   Generator:  B distinct bank entries (Z_i, X_i);  phi <- Adam(grad 1000 * mean (G(Z_i) - X_i)^2)
   Bank:       those B entries overwritten with this step's (Z, X-).
 """
