@@ -46,7 +46,54 @@ def test_tiny_shrinks_each_kind_and_takes_both_override_forms(tiny):
   gan = tiny('digits_sngan')
   assert (gan.model.disc_width, gan.training.n_dis, gan.training.num_steps) == (8, 2, 2)
   joint = tiny('digits_refine')
-  assert (joint.optim.hat_lr, joint.ddls.steps, joint.training.bank_size) == (1e-3, 2, 0)
+  assert (joint.optim.hat_lr, joint.ddls.steps) == (1e-3, 2) and 'bank_size' not in joint.training
   autoencoder = tiny('digits_autoencoder')
   assert (autoencoder.model.enc_width, autoencoder.training.eval_every) == (8, 2)
   run_lib.validate(synth)
+
+
+CONFIG_FILES = sorted(f[:-3] for f in os.listdir(CONFIGS)
+                      if f.endswith('.py') and not f.startswith('_'))
+
+
+@pytest.mark.slow
+def test_config_files_import_no_tensorflow():
+  """Reading any config (python -c, a notebook, a launcher) needs ml_collections only."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  from conftest import REPO  # pylint: disable=g-import-not-at-top
+  code = ('import runpy, sys\n'
+          f'for name in {CONFIG_FILES!r}:\n'
+          f'  runpy.run_path({CONFIGS!r} + "/" + name + ".py")["get_config"]()\n'
+          'heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras"))\n'
+          'print(heavy[:3]); sys.exit(1 if heavy else 0)')
+  result = subprocess.run([sys.executable, '-c', code], cwd=REPO, capture_output=True,
+                          text=True, check=False)
+  assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_paper_configs_hold_only_their_differences():
+  """A paper config is its kind's defaults plus a handful of fields."""
+  from tf_hat_ebm import config as config_lib  # pylint: disable=g-import-not-at-top
+
+  def flat(tree, prefix=''):
+    out = {}
+    for key, value in tree.items():
+      if isinstance(value, dict):
+        out.update(flat(value, f'{prefix}{key}.'))
+      else:
+        out[prefix + key] = value
+    return out
+
+  sizes = {}
+  for name in CONFIG_FILES:
+    config = load(name)
+    defaults = flat(config_lib.defaults(config.experiment).to_dict())
+    mine = flat(config.to_dict())
+    assert set(mine) <= set(defaults), (name, set(mine) - set(defaults))
+    sizes[name] = sum(mine[k] != defaults[k] for k in mine)
+  # the paper's CIFAR-10 run of each kind is the defaults of that kind (and its name)
+  for name in ('cifar10_synth', 'cifar10_refine', 'cifar10_sngan', 'cifar10_autoencoder'):
+    assert sizes[name] <= 2, (name, sizes[name])
+  paper = {k: v for k, v in sizes.items() if not k.startswith('digits')}
+  assert max(paper.values()) <= 20, paper

@@ -275,5 +275,7 @@ def digits(config, name, steps, batch_size=32, every=None):
 def retrofit(config, path):
   """A joint config over the decoder of the autoencoder run in `path` (retrofit)."""
   config.generator.update(source='autoencoder', path=path)
-  config.model.update(out_factor=2.0, gen_batch_stats=False)  # the decoder's, not an SN-GAN's
+  config.model.out_factor = 2.0   # the decoder's
+  for field in ('z_dim', 'disc_width', 'gen_batch_stats'):  # an SN-GAN's: the decoder has none
+    del config.model[field]
   return config
