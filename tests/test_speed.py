@@ -1,5 +1,10 @@
 """Fast paths compute what the plain path computes; mixed precision keeps states float32;
 the FLOP counter agrees with a hand count."""
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -10,6 +15,7 @@ from tf_hat_ebm import nets
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import Trainer
 
+from conftest import REPO
 from conftest import tiny
 
 
@@ -164,3 +170,32 @@ def test_mixed_precision_keeps_states_energies_and_bank_float32(tmp_path):
   metrics = Trainer(task, config, str(tmp_path), strategy, verbose=False).train(2)
   assert all(np.isfinite(v) for v in metrics.values())
   assert task.bank.z.dtype == tf.float32 and task.bank.x.dtype == tf.float32
+
+
+def _step_time(tmp_path, *args):
+  """benchmarks/step_time.py's JSON for a batch of 4 and K = 2, run in a subprocess."""
+  out = tmp_path / 'step_time.json'
+  env = dict(os.environ, PYTHONPATH=REPO)
+  proc = subprocess.run(
+      [sys.executable, os.path.join(REPO, 'benchmarks', 'step_time.py'), '--batch=4',
+       '--langevin_steps=2', '--repeats=1', '--matmul_size=64', f'--json={out}', *args],
+      cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return json.loads(out.read_text()), proc.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('config, args, formula', [
+    ('digits_synth', ['--variants=fast'], flops.synthesis_step_flops),
+    ('digits_retrofit', ['--untrained_generator'], flops.joint_step_flops),
+])
+def test_step_time_times_each_kind_with_its_formula(tmp_path, config, args, formula):
+  result, stdout = _step_time(
+      tmp_path, f'--config={os.path.join(REPO, "experiments", "configs", config + ".py")}',
+      '--config.model.hat_width=8', '--config.model.gen_width=8', *args)
+  assert [r['variant'] for r in result['rows']] == ['fast']
+  h, g = result['hat_forward_flops_per_image'], result['generator_forward_flops_per_image']
+  assert result['rows'][0]['needed_gflop_per_step'] * 1e9 == pytest.approx(formula(h, g, 4, 2))
+  assert result['rows'][0]['s_per_step'] > 0
+  if formula is flops.joint_step_flops:
+    assert result['experiment'] == 'joint' and 'one float32 variant shown as fast' in stdout
