@@ -21,7 +21,8 @@ The release's order (latent_first, K > 0) runs a Z-only half-step, K - 1 iterati
 half-step; each half-step computes G(Z) on its own, so the same work plus one G forward      g
   joint chain:  B x (2g + K (2g + 4h) [+ g with latent_first])   (4h -> 2h without residual)
   joint step:   joint chain + EBM update 6 B h       (G is frozen: no generator update)
-Counted as sample_joint is written; graph optimisation may prune G(Z0), whose value is unused.
+Counted as sample_joint is written; graph optimisation may prune G(Z0), of which only the shape
+is used.
 """
 import tensorflow as tf
 
