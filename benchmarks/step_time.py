@@ -1,18 +1,28 @@
 r"""Speed harness: training-step and sampler time, FLOPs and the machine's matmul rate, one run.
 
+Any Hat EBM config (synthesis or joint, by config.experiment through the registry):
   python benchmarks/step_time.py --config=experiments/configs/cifar10_synth.py --batch=16 \
       --langevin_steps=50 --variants=release,fast,bf16 --json=/tmp/step_time.json
+  python benchmarks/step_time.py --config=experiments/configs/cifar10_refine.py \
+      --config.generator.source=factory --config.generator.path=factories:cifar10_sngan_generator \
+      --config.generator.latent_shape='(128,)'
+  python benchmarks/step_time.py --config=experiments/configs/digits_retrofit.py \
+      --untrained_generator
 
-Variants (each a set of config.perf options, measured in the same process, same data):
+Synthesis variants (each a set of config.perf options, measured in the same process, same data):
   release  G(Z) recomputed in every Langevin step (the authors' release), float32
   fast     G(Z) once per chain (the default), float32
   bf16     fast + mixed_bfloat16 (states, energies, losses, bank float32)
   xla      fast + XLA-compiled Langevin chain
+Joint configs have no perf section: they are timed once, in float32, as the variant `fast`.
+Their frozen generator comes from config.generator, or with --untrained_generator is the config's
+generator (or decoder) with fresh weights: the same work, no trained run needed.
 Input is a fixed random batch (no dataset needed), so only the model's work is timed.
 """
 import copy
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -26,7 +36,10 @@ from ml_collections import config_flags  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tf_hat_ebm import flops  # noqa: E402
-from tf_hat_ebm import run_lib  # noqa: E402
+from tf_hat_ebm import generators  # noqa: E402
+from tf_hat_ebm import langevin  # noqa: E402
+from tf_hat_ebm import registry  # noqa: E402
+from tf_hat_ebm.tasks import base  # noqa: E402
 from tf_hat_ebm.trainer import Trainer  # noqa: E402
 import tpu_utils  # noqa: E402
 
@@ -36,7 +49,11 @@ config_flags.DEFINE_config_file(
     'Experiment config.', lock_config=True)
 flags.DEFINE_integer('batch', 16, 'Global batch size.')
 flags.DEFINE_integer('langevin_steps', 50, 'Langevin steps K per training step.')
-flags.DEFINE_list('variants', ['release', 'fast', 'bf16'], 'Variants to time.')
+flags.DEFINE_list('variants', ['release', 'fast', 'bf16'],
+                  'Variants to time (synthesis; joint configs are timed as fast only).')
+flags.DEFINE_boolean('untrained_generator', False,
+                     "Joint configs: the config's generator (or decoder) with fresh weights "
+                     'instead of loading config.generator.')
 flags.DEFINE_integer('repeats', 3, 'Measurements per variant (after one warm-up).')
 flags.DEFINE_integer('steps_per_measure', 1, 'Training steps per measurement (one host call).')
 flags.DEFINE_integer('matmul_size', 2048, 'Square matmul size for the reference rate.')
@@ -50,6 +67,7 @@ VARIANTS = {
     'bf16': dict(recompute_generator=False, precision='mixed_bfloat16', jit_sampler=False),
     'xla': dict(recompute_generator=False, precision='float32', jit_sampler=True),
 }
+JOINT_NOTE = 'joint config: no perf section, one float32 variant shown as fast'
 
 
 def matmul_rate(dtype, n, repeats=5):
@@ -73,12 +91,62 @@ def timed(fn, repeats):
   return times
 
 
-def measure_variant(base, name, strategy, repeats, steps_per_measure):
-  config = copy.deepcopy(base)
+def variants_to_time(config):
+  """The variant names to time: the --variants of a synthesis config, `fast` for a joint one."""
+  if 'perf' in config:
+    unknown = set(FLAGS.variants) - set(VARIANTS)
+    if unknown:
+      raise app.UsageError(f'unknown variants {sorted(unknown)}; known: {", ".join(VARIANTS)}')
+    return list(FLAGS.variants)
+  if FLAGS['variants'].present and FLAGS.variants != ['fast']:
+    raise app.UsageError(f'{config.name}: {JOINT_NOTE}; --variants={",".join(FLAGS.variants)} '
+                         'needs config.perf (synthesis)')
+  return ['fast']
+
+
+def check_config(config):
+  """Fails before any measurement unless the config is a Hat EBM's and the flags fit its kind."""
+  if not issubclass(registry.for_config(config).task_class(), base.HatTask):
+    raise app.UsageError(f'{config.experiment} is not a Hat EBM task: step_time.py times the '
+                         'Langevin chain of synthesis and joint configs')
+  if FLAGS.untrained_generator and 'generator' not in config:
+    raise app.UsageError('--untrained_generator is for joint configs (a synthesis generator '
+                         'always starts untrained)')
+
+
+def make_task(config, strategy):
+  """The config's task through the registry; a joint one over a fresh generator if asked."""
+  task_class = registry.for_config(config).task_class()
+  if not FLAGS.untrained_generator:
+    try:
+      return task_class(config, strategy)
+    except FileNotFoundError as e:  # a joint config's generator run that is not here
+      raise app.UsageError(f'{e}; or time the task over a fresh generator with '
+                           '--untrained_generator') from e
+  with strategy.scope():
+    generator = generators.untrained(config)
+  return task_class(config, strategy, generator=generator)
+
+
+def step_flops(config, h, g, batch, steps):
+  """(needed FLOPs of a training step, of one chain) for the config's kind at h, g per image."""
+  settings = langevin.ChainSettings.from_config(config.langevin)
+  if settings.joint:
+    order = dict(latent_first=settings.latent_first, use_residual=settings.use_residual)
+    return (flops.joint_step_flops(h, g, batch, steps, **order),
+            flops.joint_sampler_flops(h, g, batch, steps, **order))
+  return (flops.synthesis_step_flops(h, g, batch, steps),
+          flops.sampler_flops(h, g, batch, steps))
+
+
+def measure_variant(base_config, name, strategy, repeats, steps_per_measure, count_flops):
+  config = copy.deepcopy(base_config)
   config.unlock()
-  config.perf.update(VARIANTS[name])
-  config.training.bank_size = max(config.training.batch_size * 2, 256)
-  task = run_lib.task_class(config)(config, strategy)
+  if 'perf' in config:
+    config.perf.update(VARIANTS[name])
+  if 'bank_size' in config.training:
+    config.training.bank_size = max(config.training.batch_size * 2, 256)
+  task = make_task(config, strategy)
   workdir = tempfile.mkdtemp()
   trainer = Trainer(task, config, workdir, strategy, verbose=False)
   task.initialize()
@@ -88,23 +156,25 @@ def measure_variant(base, name, strategy, repeats, steps_per_measure):
       lambda ctx: tf.data.Dataset.from_tensors(
           batch[:ctx.get_per_replica_batch_size(config.training.batch_size)]).repeat())
   iterator = iter(dataset)
-  loop = trainer._make_train_loop()  # pylint: disable=protected-access
+  loop = trainer.make_train_loop()
   n = tf.constant(steps_per_measure)
   step_times = [t / steps_per_measure
                 for t in timed(lambda: {k: v.numpy() for k, v in loop(iterator, n).items()},
                                repeats)]
 
   per_replica = config.training.batch_size // strategy.num_replicas_in_sync
-  latent = tf.random.normal([per_replica, *task.generator.latent_shape])
 
   @tf.function
-  def sample():
-    sampler = task._sampler  # pylint: disable=protected-access
-    return strategy.run(lambda: sampler(task.generator(latent), latent)[0])
+  def sample():  # the training chain from fresh latents, G(Z0) included
+    def replica():
+      _, y, g_z, _ = task.chain(task.rng, per_replica, task.settings)
+      return g_z + y
+    return strategy.run(replica)
 
   sampler_times = timed(lambda: strategy.experimental_local_results(sample())[0].numpy(), repeats)
-  h = flops.forward_flops(task.hat, [1, *shape]) if name != 'bf16' else None
+  h = flops.forward_flops(task.hat, [1, *shape]) if count_flops else None
   g = flops.forward_flops(task.generator, [1, *task.generator.latent_shape]) if h else None
+  shutil.rmtree(workdir, ignore_errors=True)
   return dict(variant=name, step_times=step_times, sampler_times=sampler_times,
               hat_flops=h, gen_flops=g, K=config.langevin.steps,
               batch=config.training.batch_size)
@@ -112,19 +182,25 @@ def measure_variant(base, name, strategy, repeats, steps_per_measure):
 
 def main(argv):
   del argv
-  base = FLAGS.config
-  base.unlock()
-  base.training.batch_size = FLAGS.batch
-  base.langevin.steps = FLAGS.langevin_steps
+  base_config = FLAGS.config
+  check_config(base_config)
+  base_config.unlock()
+  base_config.training.batch_size = FLAGS.batch
+  base_config.langevin.steps = FLAGS.langevin_steps
+  kind = registry.for_config(base_config).kind
+  variants = variants_to_time(base_config)
   strategy = tpu_utils.make_strategy(FLAGS.tpu)
-  rates = {'float32': matmul_rate(tf.float32, FLAGS.matmul_size),
-           'bfloat16': matmul_rate(tf.bfloat16, FLAGS.matmul_size)}
-  results = [measure_variant(base, v, strategy, FLAGS.repeats, FLAGS.steps_per_measure)
-             for v in FLAGS.variants]
+  rates = {'float32': matmul_rate(tf.float32, FLAGS.matmul_size)}
+  if 'bf16' in variants:  # emulated bfloat16 is slow: measured only when a variant uses it
+    rates['bfloat16'] = matmul_rate(tf.bfloat16, FLAGS.matmul_size)
+  # FLOPs are counted on float32 networks when a variant has them.
+  counted = next((v for v in variants if v != 'bf16'), variants[0])
+  results = [measure_variant(base_config, v, strategy, FLAGS.repeats, FLAGS.steps_per_measure,
+                             count_flops=(v == counted))
+             for v in variants]
   h = next(r['hat_flops'] for r in results if r['hat_flops'])
   g = next(r['gen_flops'] for r in results if r['gen_flops'])
-  needed = flops.synthesis_step_flops(h, g, FLAGS.batch, FLAGS.langevin_steps)
-  needed_sampler = flops.sampler_flops(h, g, FLAGS.batch, FLAGS.langevin_steps)
+  needed, needed_sampler = step_flops(base_config, h, g, FLAGS.batch, FLAGS.langevin_steps)
   baseline = next((statistics.median(r['step_times']) for r in results
                    if r['variant'] == 'release'), None)
   rows = []
@@ -140,14 +216,20 @@ def main(argv):
         achieved_gflops=needed / step / 1e9, sampler_gflops=needed_sampler / sampler / 1e9,
         fraction_of_matmul_rate=needed / step / 1e9 / peak,
         speedup_vs_release=(baseline / step) if baseline else None))
-  out = dict(config=base.name, batch=FLAGS.batch, langevin_steps=FLAGS.langevin_steps,
+  note = None if 'perf' in base_config else JOINT_NOTE
+  chain = langevin_description(base_config)
+  out = dict(config=base_config.name, experiment=kind, chain=chain, note=note,
+             batch=FLAGS.batch, langevin_steps=FLAGS.langevin_steps,
              device=(tf.config.list_logical_devices()[-1].device_type), matmul_gflops=rates,
              hat_forward_flops_per_image=h, generator_forward_flops_per_image=g, rows=rows)
   header = (f'{"variant":8} {"s/step":>8} {"range":>15} {"sampler s":>9} {"img*K/s":>8} '
             f'{"GFLOP/s":>8} {"of peak":>7} {"speedup":>7}')
-  print(f'\n{base.name}: batch {FLAGS.batch}, K {FLAGS.langevin_steps}, '
-        f'needed {needed / 1e12:.2f} TFLOP/step; matmul f32 {rates["float32"]:.0f} GFLOP/s, '
-        f'bf16 {rates["bfloat16"]:.0f} GFLOP/s')
+  bf16_rate = f', bf16 {rates["bfloat16"]:.0f} GFLOP/s' if 'bfloat16' in rates else ''
+  print(f'\n{base_config.name} ({kind}, {chain}): batch {FLAGS.batch}, K {FLAGS.langevin_steps}, '
+        f'needed {needed / 1e9:.1f} GFLOP/step; matmul f32 {rates["float32"]:.0f} GFLOP/s'
+        f'{bf16_rate}')
+  if note:
+    print(note)
   print(header)
   for r in rows:
     speed = f'{r["speedup_vs_release"]:.2f}x' if r['speedup_vs_release'] else '-'
@@ -158,6 +240,15 @@ def main(argv):
   if FLAGS.json:
     with open(FLAGS.json, 'w') as f:
       json.dump(out, f, indent=2)
+
+
+def langevin_description(config):
+  """The training chain as the FLOP formula sees it."""
+  settings = langevin.ChainSettings.from_config(config.langevin)
+  if not settings.joint:
+    return 'conditional chain'
+  order = 'Z, Y' if settings.latent_first else 'Y, Z'
+  return f'joint chain ({order}{"" if settings.use_residual else ", no residual"})'
 
 
 if __name__ == '__main__':

@@ -1,6 +1,12 @@
 """Fast paths compute what the plain path computes; mixed precision keeps states float32;
 the FLOP counter agrees with a hand count."""
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import flops
@@ -9,6 +15,7 @@ from tf_hat_ebm import nets
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import Trainer
 
+from conftest import REPO
 from conftest import tiny
 
 
@@ -49,6 +56,77 @@ def test_step_and_sampler_flops_are_the_hand_counts():
   assert flops.sampler_flops(10, 100, 2, 3, recompute_generator=True) == 920
   # the tiny networks at batch 4, K=2: 16*h + 24*h + 16*g
   assert flops.synthesis_step_flops(HAT_16_8, GEN_16_8, batch=4, steps=2) == 36_160_256
+
+
+def test_joint_step_and_sampler_flops_are_the_hand_counts():
+  # h=10, g=100, batch 2, K=3. Per image: G(Z0) and G(Z_K) 2*100 = 200; each iteration G 100,
+  # Y step 2*10, Z step 2*10 + 100 = 240, without the residual 220. The release's order adds one
+  # G forward (100); the EBM update adds 6*2*10 = 120 to a step.
+  assert flops.joint_sampler_flops(10, 100, batch=2, steps=3) == 1840
+  assert flops.joint_sampler_flops(10, 100, 2, 3, latent_first=True) == 2040
+  assert flops.joint_sampler_flops(10, 100, 2, 3, use_residual=False) == 1720
+  assert flops.joint_sampler_flops(10, 100, 2, 3, latent_first=True, use_residual=False) == 1920
+  assert flops.joint_step_flops(10, 100, batch=2, steps=3) == 1960
+  assert flops.joint_step_flops(10, 100, 2, 3, latent_first=True) == 2160
+  assert flops.joint_step_flops(10, 100, 2, 3, use_residual=False) == 1840
+  assert flops.joint_step_flops(10, 100, 2, 3, latent_first=True, use_residual=False) == 2040
+  # K = 0 is G(Z0) and G(Z_K) in either order.
+  assert flops.joint_sampler_flops(10, 100, 2, 0, latent_first=True) == 400
+  # the tiny networks at batch 4, K=2, paper order: 4 (2g + 2 (2g + 4h)) + 6 * 4 h = 24g + 56h
+  assert flops.joint_step_flops(HAT_16_8, GEN_16_8, batch=4, steps=2) == 51_947_584
+
+
+class _Counted(tf.Module):
+  """A linear network whose forward and backward passes add the batch size to counts[key]."""
+
+  def __init__(self, in_shape, out_shape, counts, key, energy=False):
+    super().__init__()
+    size = int(np.prod(in_shape))
+    self.latent_shape, self.out_shape, self.energy = tuple(in_shape), tuple(out_shape), energy
+    self.w = tf.random.stateless_normal([size, 1 if energy else int(np.prod(out_shape))],
+                                        [3, 4]) / size
+    self.counts, self.key = counts, key
+
+  def _forward(self, x):
+    out = tf.reshape(x, [tf.shape(x)[0], -1]) @ self.w
+    return out[:, 0] if self.energy else tf.reshape(out, [-1, *self.out_shape])
+
+  def __call__(self, x, training=False):
+    del training
+
+    @tf.custom_gradient
+    def counted(x):
+      self.counts[self.key] += int(x.shape[0])
+
+      def grad(dy):
+        self.counts[self.key] += int(x.shape[0])
+        with tf.GradientTape() as tape:
+          tape.watch(x)
+          out = self._forward(x)
+        return tape.gradient(out, x, output_gradients=dy)
+
+      return self._forward(x), grad
+
+    return counted(x)
+
+
+@pytest.mark.parametrize('latent_first', [False, True])
+@pytest.mark.parametrize('use_residual', [True, False])
+@pytest.mark.parametrize('steps', [0, 3])
+def test_joint_flops_count_the_passes_the_joint_chain_makes(latent_first, use_residual, steps):
+  # Run eagerly, sample_joint's loop body runs once per iteration and each H and G pass
+  # (forward or backward) is counted per image: the counts are the formula at h = 1, g = 0 and
+  # h = 0, g = 1.
+  counts = dict(h=0, g=0)
+  hat = _Counted((4, 4, 1), (), counts, 'h', energy=True)
+  gen = _Counted((3,), (4, 4, 1), counts, 'g')
+  settings = langevin.ChainSettings(steps=steps, step_size=1e-2, latent_step_size=1e-2,
+                                    temperature=1.0, latent_first=latent_first,
+                                    use_residual=use_residual)
+  langevin.sample_joint(hat, gen, tf.random.Generator.from_seed(0), settings, batch_size=2)
+  options = dict(latent_first=latent_first, use_residual=use_residual)
+  assert counts == dict(h=flops.joint_sampler_flops(1, 0, 2, steps, **options),
+                        g=flops.joint_sampler_flops(0, 1, 2, steps, **options))
 
 
 def test_g_once_per_chain_equals_recomputing_it_every_step():
@@ -92,3 +170,32 @@ def test_mixed_precision_keeps_states_energies_and_bank_float32(tmp_path):
   metrics = Trainer(task, config, str(tmp_path), strategy, verbose=False).train(2)
   assert all(np.isfinite(v) for v in metrics.values())
   assert task.bank.z.dtype == tf.float32 and task.bank.x.dtype == tf.float32
+
+
+def _step_time(tmp_path, *args):
+  """benchmarks/step_time.py's JSON for a batch of 4 and K = 2, run in a subprocess."""
+  out = tmp_path / 'step_time.json'
+  env = dict(os.environ, PYTHONPATH=REPO)
+  proc = subprocess.run(
+      [sys.executable, os.path.join(REPO, 'benchmarks', 'step_time.py'), '--batch=4',
+       '--langevin_steps=2', '--repeats=1', '--matmul_size=64', f'--json={out}', *args],
+      cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return json.loads(out.read_text()), proc.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('config, args, formula', [
+    ('digits_synth', ['--variants=fast'], flops.synthesis_step_flops),
+    ('digits_retrofit', ['--untrained_generator'], flops.joint_step_flops),
+])
+def test_step_time_times_each_kind_with_its_formula(tmp_path, config, args, formula):
+  result, stdout = _step_time(
+      tmp_path, f'--config={os.path.join(REPO, "experiments", "configs", config + ".py")}',
+      '--config.model.hat_width=8', '--config.model.gen_width=8', *args)
+  assert [r['variant'] for r in result['rows']] == ['fast']
+  h, g = result['hat_forward_flops_per_image'], result['generator_forward_flops_per_image']
+  assert result['rows'][0]['needed_gflop_per_step'] * 1e9 == pytest.approx(formula(h, g, 4, 2))
+  assert result['rows'][0]['s_per_step'] > 0
+  if formula is flops.joint_step_flops:
+    assert result['experiment'] == 'joint' and 'one float32 variant shown as fast' in stdout
