@@ -52,7 +52,7 @@ class Trainer:
          self.ckpt_dir, self.step, task.checkpoint_items(), task.local_checkpoint_items(),
          config.training.keep_checkpoints, self.worker_index, self.is_chief,
          self.num_workers > 1)
-    self._stop_requested = False
+    self._stop_requested = self._interrupted = False
     self._rollbacks = 0
     # The checkpoint restored or saved by this process while the guards were quiet.
     self.last_good = self.resumed_at = None
@@ -247,9 +247,11 @@ class Trainer:
     if progbar is not None and step:
       progbar.update(step)
     metrics = {}
-    restore_handler = self._install_sigterm_handler()
+    restore_handler = self._install_signal_handlers()
     try:
       while step < end and not self._stop_requested:
+        if self._interrupted:
+          raise KeyboardInterrupt  # Ctrl-C, raised here: between chunks, never lost
         n = self._next_chunk(step, end)
         start = time.time()
         with run.steps(n):
@@ -378,15 +380,25 @@ class Trainer:
           f'non-finite {", ".join(bad)} at step {step}; nothing of this state was saved; '
           f'last good checkpoint: {self.last_good or "none"}')
 
-  def _install_sigterm_handler(self):
+  def _install_signal_handlers(self):
+    """SIGTERM: save and stop after the current chunk. Ctrl-C: stop after it without saving; a
+    second Ctrl-C stops at once. (A KeyboardInterrupt raised wherever Python happens to be can
+    land in a destructor, where it is printed and ignored, and the run went on.)"""
+    self._interrupted = False
     if threading.current_thread() is not threading.main_thread():
       return lambda: None
 
-    def handler(signum, frame):  # pylint: disable=unused-argument
+    def on_sigterm(signum, frame):  # pylint: disable=unused-argument
       self._stop_requested = True
 
-    previous = signal.signal(signal.SIGTERM, handler)
-    return lambda: signal.signal(signal.SIGTERM, previous)
+    def on_sigint(signum, frame):  # pylint: disable=unused-argument
+      if self._interrupted:
+        raise KeyboardInterrupt
+      self._interrupted = True
+
+    previous = {s: signal.signal(s, h) for s, h in ((signal.SIGTERM, on_sigterm),
+                                                    (signal.SIGINT, on_sigint))}
+    return lambda: [signal.signal(s, h) for s, h in previous.items()]
 
   def _log(self, msg):
     if self.verbose:
