@@ -25,8 +25,8 @@ def _optional(cfg):
 def chain_config(**fields):
   """One Langevin chain (langevin.ChainSettings): the conditional chain's fields and `fields`.
 
-  Joint chains add latent_step_size, latent_first, use_residual and latent_sphere; DDLS takes only
-  steps, step_size and noise (`ddls_config`).
+  Joint chains add latent_step_size, latent_first, use_residual and latent_sphere; the DDLS chain
+  (joint configs' `ddls`) has only steps, step_size and noise.
   """
   cfg = ml_collections.ConfigDict(dict(
       steps=50, step_size=5e-4, temperature=1e-3, max_drift=None, prior_sigma=None, noise=True,
@@ -166,7 +166,8 @@ def joint_defaults():
   config = _common('joint')
   model = config.model
   model.hat_width = 256
-  # The frozen SN-GAN's networks (must match its checkpoint; disc_width 0: no discriminator).
+  # The frozen SN-GAN's networks, read for generator.source 'sngan' (must match its checkpoint;
+  # disc_width 0: no discriminator); retrofit configs replace them by the decoder's (`retrofit`).
   model.gen_width = 256
   model.disc_width = 128
   model.z_dim = 128
@@ -182,6 +183,7 @@ def joint_defaults():
   gen.path = ''
   gen.latent_shape = ()               # savedmodel / factory only: e.g. (128,) or (16, 16, 1)
   gen.output_range = (-1.0, 1.0)      # savedmodel / factory only: mapped linearly to [-1, 1]
+  # The release's prior sigma 0.25 acts only in its sampling chain (the paper's table: both).
   config.langevin = joint_chain_config(steps=250, step_size=1e-4, latent_step_size=5e-3,
                                        temperature=1e-3, max_drift=2.5)
   config.sampling = joint_chain_config(steps=350, step_size=1e-4, latent_step_size=5e-3,
