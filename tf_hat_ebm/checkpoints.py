@@ -13,7 +13,7 @@ from absl import logging
 import ml_collections
 import tensorflow as tf
 
-from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 from tf_hat_ebm import workdir as workdir_lib
 
 
@@ -42,9 +42,9 @@ def load_config(workdir):
   if not isinstance(config, dict):
     raise ValueError(f'{path} holds a JSON {type(config).__name__}, not a config object')
   _migrate(config)
-  defaults = default_config(config.get('experiment', 'synthesis'))
-  if defaults is not None:
-    defaults = defaults.to_dict()
+  experiment = registry.EXPERIMENTS.get(config.get('experiment', 'synthesis'))
+  if experiment is not None:  # an unknown kind is reported by whoever builds it
+    defaults = experiment.defaults().to_dict()
     for section, fields in IMPLICIT_BEFORE.items():
       defaults[section].update(fields)
     filled = fill_missing(config, defaults)
@@ -57,11 +57,6 @@ def load_config(workdir):
 # Fields whose default changed when they were added: a config.json written before they existed
 # gets the value the run was trained with (Mimicry's initialisation), not today's default.
 IMPLICIT_BEFORE = {'model': {'init': 'mimicry'}}
-
-
-def default_config(experiment):
-  """The default config of an experiment kind (the schema of its config.json), or None."""
-  return config_lib.defaults(experiment) if experiment in config_lib.KINDS else None
 
 
 def _migrate(config):
@@ -155,7 +150,6 @@ def restore(path, items, what='the networks', hint=''):
 def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpoint=None):
   """The inference model of workdir's run, restored from `checkpoint` (a step N, i.e. ckpt-N of
   workdir/checkpoints, or a checkpoint path; default: the latest)."""
-  from tf_hat_ebm import registry  # pylint: disable=g-import-not-at-top
   config = load_config(workdir)
   experiment = registry.get(config.get('experiment', 'synthesis'))
   if experiment.inference is None:

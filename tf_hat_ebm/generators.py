@@ -9,6 +9,7 @@ probabilistic generator. For 'savedmodel' and 'factory' the config declares late
 output_range; outputs are mapped linearly from output_range to the [-1, 1] of the data.
 """
 import importlib
+import os
 
 import tensorflow as tf
 
@@ -113,11 +114,9 @@ def load_decoder(workdir, config, checkpoint=None):
                                         script='experiments/train_autoencoder.py')
   wanted = (data.image_size, data.channels, config.model.gen_width,
             nets.latent_shape_for(data.image_size))
-  try:
+  # An imported decoder has no config.json beside its checkpoints: the restore checks the shapes.
+  if tf.io.gfile.exists(os.path.join(workdir, 'config.json')):
     saved = checkpoints.load_config(workdir)
-  except ValueError:
-    saved = None  # no config.json beside the checkpoints (an imported decoder): shapes decide
-  if saved is not None:
     size = saved.data.image_size
     have = (size, saved.data.channels, saved.model.gen_width, nets.latent_shape_for(size))
     if have != wanted:

@@ -47,21 +47,16 @@ class ChainSettings:
 
   @classmethod
   def from_config(cls, cfg):
-    """From a config section; fields it does not hold keep their defaults (DDLS: no max_drift)."""
-    fields = {f.name: cfg[f.name] for f in dataclasses.fields(cls) if f.name in cfg}
-    for name in ('max_drift', 'prior_sigma'):
-      if name in fields and fields[name] is not None:
-        fields[name] = float(fields[name])
-    if 'max_drift' not in fields:
-      fields['max_drift'] = None
-    for name in ('step_size', 'temperature', 'init_scale', 'latent_step_size'):
-      if name in fields:
-        fields[name] = float(fields[name])
-    for name in ('noise', 'latent_first', 'use_residual', 'latent_sphere'):
-      if name in fields:
-        fields[name] = bool(fields[name])
-    if 'steps' in fields:
-      fields['steps'] = int(fields['steps'])
+    """From a config section. A field it does not hold keeps its default, but for max_drift: a
+    section without one (DDLS) has no residual to clip."""
+    fields = {'max_drift': None}
+    for f in dataclasses.fields(cls):
+      if f.name in cfg and cfg[f.name] is not None:
+        # int and bool fields keep their type; the others (also the Optional ones) are floats
+        cast = type(f.default) if isinstance(f.default, (bool, int)) else float
+        fields[f.name] = cast(cfg[f.name])
+      elif f.name in cfg:
+        fields[f.name] = None
     return cls(**fields)
 
 
