@@ -14,16 +14,10 @@ The table is also written to <workdir>/fid.json (an existing one only with --ove
 non-finite result).
 """
 import os
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-from absl import flags  # noqa: E402
+from absl import flags
 
-from tf_hat_ebm import checkpoints  # noqa: E402
-from tf_hat_ebm import export  # noqa: E402
-from tf_hat_ebm import run_lib  # noqa: E402
-from tf_hat_ebm.evaluation import compare  # noqa: E402
-from tf_hat_ebm.evaluation import features  # noqa: E402
-from tf_hat_ebm.evaluation import fid  # noqa: E402
+from tf_hat_ebm import cli  # TensorFlow-free: --help before TensorFlow loads, quiet TF logs
 
 flags.DEFINE_string('workdir', None, 'Workdir of a training run.', required=True)
 flags.DEFINE_integer('num_samples', None, 'Samples per run (default: 50,000 with Inception as in '
@@ -38,8 +32,16 @@ flags.DEFINE_string('inception_path', None, 'Local copy of the TF-GAN Inception 
 flags.DEFINE_string('feature_cache_dir', None, 'Where the feature classifier is cached '
                     '(default: the workdir).')
 flags.DEFINE_integer('seed', 0, 'Seed of the first sample batch.', lower_bound=0)
-run_lib.define_checkpoint_and_overwrite_flags()
+cli.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
+cli.answer_help()
+
+from tf_hat_ebm import checkpoints  # noqa: E402
+from tf_hat_ebm import export  # noqa: E402
+from tf_hat_ebm import run_lib  # noqa: E402
+from tf_hat_ebm.evaluation import compare  # noqa: E402
+from tf_hat_ebm.evaluation import features  # noqa: E402
+from tf_hat_ebm.evaluation import fid  # noqa: E402
 
 
 def synthesis_rows(run, net, train, num_samples):
@@ -112,4 +114,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  run_lib.run(main)
+  cli.run(main)

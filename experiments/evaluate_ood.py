@@ -9,23 +9,25 @@ tf_hat_ebm/evaluation/ood.py. Higher energy = OOD. Also written to <workdir>/ood
 one only with --overwrite).
 """
 import os
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-from absl import flags  # noqa: E402
+from absl import flags
+
+from tf_hat_ebm import cli  # TensorFlow-free: --help before TensorFlow loads, quiet TF logs
+
+flags.DEFINE_string('workdir', None, 'Workdir of a training run.', required=True)
+flags.DEFINE_list('sets', None, 'OOD sets (default: svhn_cropped, cifar100, celeb_a; for digits '
+                  'the offline sets of tf_hat_ebm/evaluation/ood.py).')
+flags.DEFINE_integer('num', 10_000, 'Images per set at most.', lower_bound=1)
+flags.DEFINE_integer('batch_size', 250, 'Batch size.', lower_bound=1)
+flags.DEFINE_string('data_dir', None, 'tfds data_dir of the OOD sets (default: the config\'s).')
+cli.define_checkpoint_and_overwrite_flags()
+FLAGS = flags.FLAGS
+cli.answer_help()
 
 from tf_hat_ebm import checkpoints  # noqa: E402
 from tf_hat_ebm import export  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
 from tf_hat_ebm.evaluation import ood  # noqa: E402
-
-flags.DEFINE_string('workdir', None, 'Workdir of a training run.', required=True)
-flags.DEFINE_list('sets', None, 'OOD sets (default: svhn_cropped, cifar100, celeb_a; for digits '
-                  f'{", ".join(ood.OFFLINE_OOD_SETS)}).')
-flags.DEFINE_integer('num', 10_000, 'Images per set at most.', lower_bound=1)
-flags.DEFINE_integer('batch_size', 250, 'Batch size.', lower_bound=1)
-flags.DEFINE_string('data_dir', None, 'tfds data_dir of the OOD sets (default: the config\'s).')
-run_lib.define_checkpoint_and_overwrite_flags()
-FLAGS = flags.FLAGS
 
 
 def evaluate():
@@ -58,4 +60,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  run_lib.run(main)
+  cli.run(main)

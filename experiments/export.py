@@ -8,22 +8,24 @@ K / eps / T, deterministic for a seed), sample_path(num_samples, seed) -> the sa
 only replaced with --overwrite, and only once the new one is written completely.
 """
 import os
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-from absl import flags  # noqa: E402
-import tensorflow as tf  # noqa: E402
+from absl import flags
 
-from tf_hat_ebm import checkpoints  # noqa: E402
-from tf_hat_ebm import export  # noqa: E402
-from tf_hat_ebm import run_lib  # noqa: E402
+from tf_hat_ebm import cli  # TensorFlow-free: --help before TensorFlow loads, quiet TF logs
 
 flags.DEFINE_string('workdir', None, 'Workdir of a training run.', required=True)
 flags.DEFINE_string('output', None, 'SavedModel directory to write (default: '
                     '<workdir>/saved_model).')
 flags.DEFINE_list('path_steps', None, 'Chain steps returned by sample_path (default: 5 evenly '
                   'spaced steps from 0 to K).')
-run_lib.define_checkpoint_and_overwrite_flags()
+cli.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
+cli.answer_help()
+
+import tensorflow as tf  # noqa: E402
+from tf_hat_ebm import checkpoints  # noqa: E402
+from tf_hat_ebm import export  # noqa: E402
+from tf_hat_ebm import run_lib  # noqa: E402
 # The entries tf.saved_model.save writes: an --overwrite export replaces exactly these.
 OWNED = ('saved_model.pb', 'variables', 'assets', 'fingerprint.pb')
 
@@ -63,4 +65,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  run_lib.run(main)
+  cli.run(main)

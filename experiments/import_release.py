@@ -13,13 +13,10 @@ every variable is checked by name and shape. Joint configs get the generator (re
 decoder (retrofit) in --generator_workdir (default <workdir>/generator). The workdir then works
 with sample.py, evaluate_fid.py, evaluate_ood.py and export.py.
 """
-import os
+from absl import flags
+from ml_collections import config_flags
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
-
-from absl import app  # noqa: E402
-from absl import flags  # noqa: E402
-from ml_collections import config_flags  # noqa: E402
+from tf_hat_ebm import cli  # TensorFlow-free: --help before TensorFlow loads, quiet TF logs
 
 config_flags.DEFINE_config_file('config', None, 'Paper config the published models were trained '
                                 'with (experiments/configs/*.py).', lock_config=True)
@@ -49,4 +46,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

@@ -8,14 +8,10 @@ samples.npz (images, generator_images, residuals in [-1, 1]) and langevin_path.p
 Y x5 per chain, columns = chain steps), the figure also logged to TensorBoard.
 """
 import os
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-from absl import flags  # noqa: E402
+from absl import flags
 
-from tf_hat_ebm import checkpoints  # noqa: E402
-from tf_hat_ebm import export  # noqa: E402
-from tf_hat_ebm import run_lib  # noqa: E402
-from tf_hat_ebm import samples as samples_lib  # noqa: E402
+from tf_hat_ebm import cli  # TensorFlow-free: --help before TensorFlow loads, quiet TF logs
 
 flags.DEFINE_string('workdir', None, 'Workdir of a training run (latest checkpoint, or '
                     '--checkpoint).')
@@ -29,8 +25,14 @@ flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=
 flags.DEFINE_integer('path_chains', 8, 'Chains in the Langevin-path figure.', lower_bound=1)
 flags.DEFINE_list('path_steps', None, 'Chain steps shown in the path figure (workdir only; a '
                   'SavedModel has the steps chosen at export). Default: 5 evenly spaced in 0..K.')
-run_lib.define_checkpoint_and_overwrite_flags()
+cli.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
+cli.answer_help()
+
+from tf_hat_ebm import checkpoints  # noqa: E402
+from tf_hat_ebm import export  # noqa: E402
+from tf_hat_ebm import run_lib  # noqa: E402
+from tf_hat_ebm import samples as samples_lib  # noqa: E402
 # What this script writes into --output (an --overwrite rerun removes exactly these first).
 OWNED = ('samples_*.png', 'generator_*.png', 'residual_x5_*.png', 'samples.npz',
          'langevin_path.png', 'tensorboard')
@@ -73,4 +75,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  run_lib.run(main)
+  cli.run(main)

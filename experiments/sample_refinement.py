@@ -14,16 +14,10 @@ std), the classifier confidence, a digit Inception-Score analogue and the neares
 with the real test digits as the reference row.
 """
 import os
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # keep the console for progress and errors
 
-from absl import flags  # noqa: E402
-import numpy as np  # noqa: E402
+from absl import flags
 
-from tf_hat_ebm import checkpoints  # noqa: E402
-from tf_hat_ebm import images as images_lib  # noqa: E402
-from tf_hat_ebm import run_lib  # noqa: E402
-from tf_hat_ebm.evaluation import compare  # noqa: E402
-from tf_hat_ebm.evaluation import features  # noqa: E402
+from tf_hat_ebm import cli  # TensorFlow-free: --help before TensorFlow loads, quiet TF logs
 
 flags.DEFINE_string('workdir', None, 'Workdir of a joint (refinement or retrofit) training run.',
                     required=True)
@@ -35,8 +29,16 @@ flags.DEFINE_integer('fid_samples', 1000, 'Digits: samples per method and run fo
 flags.DEFINE_integer('fid_runs', 2, 'Digits: independent sample sets for the FID (mean +- std).',
                      lower_bound=1)
 flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1)
-run_lib.define_checkpoint_and_overwrite_flags()
+cli.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
+cli.answer_help()
+
+import numpy as np  # noqa: E402
+from tf_hat_ebm import checkpoints  # noqa: E402
+from tf_hat_ebm import images as images_lib  # noqa: E402
+from tf_hat_ebm import run_lib  # noqa: E402
+from tf_hat_ebm.evaluation import compare  # noqa: E402
+from tf_hat_ebm.evaluation import features  # noqa: E402
 # What this script writes into --out (an --overwrite rerun removes exactly these first).
 OWNED = ('generator.png', 'ddls.png', 'hat_ebm.png', 'side_by_side.png', 'scores.json')
 
@@ -88,4 +90,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  run_lib.run(main)
+  cli.run(main)

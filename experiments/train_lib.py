@@ -10,10 +10,10 @@ The task comes from the config's `experiment` (run_lib.task_class).
 """
 import os
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')  # keep the console for progress and errors
+from absl import flags
+from ml_collections import config_flags
 
-from absl import flags  # noqa: E402
-from ml_collections import config_flags  # noqa: E402
+from tf_hat_ebm import cli  # TensorFlow-free: --help before TensorFlow loads, quiet TF logs
 
 CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configs')
 FLAGS = flags.FLAGS
@@ -30,6 +30,7 @@ def define_flags(default_config):
   flags.DEFINE_string('checkpoint', None,
                       'Resume from this checkpoint: a step N (checkpoints/ckpt-N), a path, or '
                       '"latest_intact" for the newest checkpoint that restores.')
+  cli.key_flags('config', 'workdir', 'tpu', 'allow_config_change', 'checkpoint')
 
 
 def main(argv):
@@ -46,5 +47,4 @@ def main(argv):
 
 
 def run(default_config):
-  from tf_hat_ebm import run_lib  # pylint: disable=g-import-not-at-top
-  run_lib.run(main, lambda: define_flags(default_config))
+  cli.run(main, lambda: define_flags(default_config))

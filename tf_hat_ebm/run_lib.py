@@ -9,17 +9,15 @@ import fnmatch
 import json
 import math
 import os
-import sys
 
-from absl import app
-from absl import flags
-from absl import logging
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import nets
 from tf_hat_ebm import registry
+from tf_hat_ebm.cli import define_checkpoint_and_overwrite_flags  # noqa: F401 (the scripts')
+from tf_hat_ebm.cli import fail, one_line, run  # noqa: F401 (the scripts')
 from tf_hat_ebm.trainer import DivergenceError
 from tf_hat_ebm.trainer import Trainer
 
@@ -89,14 +87,6 @@ def train(task_cls, config, workdir, strategy, num_steps=None, verbose=True,
   return trainer, trainer.train(num_steps)
 
 
-def define_checkpoint_and_overwrite_flags():
-  """--checkpoint and --overwrite, shared by the scripts that read a run and write outputs."""
-  flags.DEFINE_string('checkpoint', None, 'Checkpoint to load: a step N (ckpt-N in '
-                      '<workdir>/checkpoints) or a checkpoint path; default: the latest.')
-  flags.DEFINE_bool('overwrite', False, 'Replace this script\'s earlier output at the output '
-                    'path (other files there are kept); without it a non-empty target is an error.')
-
-
 def int_list(values, flag):
   """A list flag's entries as ints (None stays None), or an error naming --flag."""
   if values is None:
@@ -163,21 +153,6 @@ def interrupted_training(workdir):
   return f'interrupted ({saved} in {workdir}); resume with the same command'
 
 
-def one_line(error):
-  """The informative line of an error (TF's traced errors start with 'in user code:')."""
-  lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-  if not lines:
-    return type(error).__name__
-  if lines[0].startswith('in user code') and len(lines) > 1:
-    return lines[-1]
-  return lines[0]
-
-
-def fail(message, code=1):
-  print(f'error: {message}', file=sys.stderr, flush=True)
-  sys.exit(code)
-
-
 def _is_resource_error(error):
   if isinstance(error, tf.errors.ResourceExhaustedError):
     return True
@@ -199,60 +174,3 @@ def main_guard(fn, interrupted=None):
     if not _is_resource_error(e):
       raise
     fail(f'out of space or memory: {one_line(e)}; free some and rerun the same command')
-
-
-def _config_flag_error(error):
-  """One line for a --config file or override that ml_collections cannot load."""
-  while error.args and isinstance(error.args[0], BaseException):  # AttributeError(KeyError(..))
-    error = error.args[0]
-  if isinstance(error, SyntaxError):
-    text = f'{error.msg} ({error.filename}, line {error.lineno})'
-  else:
-    lines = [line.strip() for line in str(error.args[0] if error.args else error).splitlines()
-             if line.strip()]
-    # A failed config file load reports the OS error last; an unknown field comes first.
-    text = (lines[-1] if isinstance(error, OSError) else
-            '; '.join(lines).replace("'", '', 2)) if lines else type(error).__name__
-  if isinstance(error, KeyError):
-    text = f'no such config field {text}'
-  given = [a for a in sys.argv[1:] if a.lstrip('-').startswith('config')]
-  named = [a.split('=')[0] for a in given if any(
-      a.split('=')[0].endswith('.' + w.strip('\'",;')) for w in text.split()[:5])]
-  return f'{", ".join(named or given or ["--config"])}: {text}'
-
-
-def _parse_flags(argv):
-  """absl's flag parsing with every failure on one line (no usage text, no traceback)."""
-  try:
-    args = flags.FLAGS(argv)
-  except flags.Error as e:
-    fail(one_line(e))
-  except SyntaxError as e:  # a --config file that is not Python
-    fail(_config_flag_error(e))
-  if not flags.FLAGS['verbosity'].present:
-    # Libraries' INFO logs (tfds, SavedModel writing) would bury the one-line errors; the
-    # scripts print their own progress. --verbosity=0 brings them back.
-    logging.set_verbosity(logging.WARNING)
-  # A config file that failed to load fails on first use: use it now, while errors are flags'.
-  for name in flags.FLAGS:
-    value = flags.FLAGS[name].value
-    if type(value).__name__ == '_ErrorConfig':
-      try:
-        value.get('name')
-      except OSError as e:
-        fail(_config_flag_error(e))
-  return args
-
-
-def run(main, define_flags=None):
-  """app.run(main) for the scripts: flag definition and parsing errors become one line.
-
-  `define_flags` runs first, under the same guard: ml_collections reads --config overrides
-  from sys.argv when the config flag is defined.
-  """
-  if define_flags is not None:
-    try:
-      define_flags()
-    except (AttributeError, KeyError, TypeError, ValueError, OSError, SyntaxError) as e:
-      fail(_config_flag_error(e))
-  app.run(main, flags_parser=_parse_flags)
