@@ -1,0 +1,61 @@
+"""The command line: every --help answers fast without TensorFlow; the wheel's contents."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO
+
+# Each script with the flags its --help must list.
+SCRIPTS = {
+    'train_synthesis.py': ['--config', '--workdir', '--checkpoint'],
+    'train_refinement.py': ['--config', '--workdir', '--checkpoint'],
+    'evaluate_fid.py': ['--workdir', '--checkpoint', '--overwrite', '--num_samples'],
+    'evaluate_ood.py': ['--workdir', '--checkpoint', '--overwrite', '--sets'],
+    'export.py': ['--workdir', '--checkpoint', '--overwrite', '--output'],
+    'sample.py': ['--workdir', '--saved_model', '--checkpoint', '--overwrite'],
+    'sample_refinement.py': ['--workdir', '--checkpoint', '--overwrite'],
+    'import_release.py': ['--config', '--workdir', '--hat'],
+}
+
+
+@pytest.mark.parametrize('script', sorted(SCRIPTS))
+def test_help_lists_flags_without_tensorflow(script, tmp_path):
+  # A tensorflow that cannot be imported: --help must answer before any import of it.
+  (tmp_path / 'tensorflow').mkdir()
+  (tmp_path / 'tensorflow' / '__init__.py').write_text('raise ImportError("tensorflow imported")')
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), REPO]))
+  start = time.time()
+  result = subprocess.run([sys.executable, os.path.join(REPO, 'experiments', script), '--help'],
+                          capture_output=True, text=True, env=env, timeout=60)
+  elapsed = time.time() - start
+  assert result.returncode == 0, result.stderr[-2000:]
+  for flag in SCRIPTS[script]:
+    listed = f'  {flag}:' in result.stdout or f'  --[no]{flag[2:]}:' in result.stdout
+    assert listed, (flag, result.stdout)
+  assert 'example:' in result.stdout and 'python experiments/' in result.stdout
+  assert elapsed < 10, elapsed  # about a second idle; generous for a loaded machine
+
+
+def test_wheel_declares_dependencies_scripts_and_configs(tmp_path):
+  import zipfile  # pylint: disable=g-import-not-at-top
+  subprocess.run([sys.executable, '-m', 'pip', 'wheel', '--no-deps', '--no-build-isolation',
+                  '-q', '-w', str(tmp_path), REPO], check=True, capture_output=True, timeout=300,
+                 cwd=str(tmp_path))
+  wheel, = [p for p in tmp_path.iterdir() if p.suffix == '.whl']
+  with zipfile.ZipFile(wheel) as z:
+    names = z.namelist()
+    meta = z.read(next(n for n in names if n.endswith('/METADATA'))).decode()
+    entry = z.read(next(n for n in names if n.endswith('/entry_points.txt'))).decode()
+  assert 'Requires-Dist: tensorflow==2.15.1' in meta
+  assert 'Requires-Dist: tensorflow-gan==2.1.0' in meta
+  assert 'tf-hat-ebm-train = tf_hat_ebm.cli:train' in entry
+  assert 'tf-hat-ebm-export = tf_hat_ebm.cli:export' in entry
+  assert 'tf_hat_ebm/experiments/configs/digits_synth.py' in names
+  assert 'tf_hat_ebm/experiments/export.py' in names
+  for root, _, files in os.walk(os.path.join(REPO, 'tf_hat_ebm')):
+    if '__init__.py' in files:  # every subpackage is listed in pyproject.toml
+      rel = os.path.relpath(os.path.join(root, '__init__.py'), REPO).replace(os.sep, '/')
+      assert rel in names, rel
