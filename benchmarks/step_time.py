@@ -9,14 +9,15 @@ Any Hat EBM config (synthesis or joint, by config.experiment through the registr
   python benchmarks/step_time.py --config=experiments/configs/digits_retrofit.py \
       --untrained_generator
 
-Synthesis variants (each a set of config.perf options, measured in the same process, same data):
-  release  G(Z) recomputed in every Langevin step (the authors' release), float32
+Variants (each a set of config.perf options, measured in the same process, same data):
+  release  G(Z) recomputed in every Langevin step (the authors' release), float32   (synthesis)
   fast     G(Z) once per chain (the default), float32
   bf16     fast + mixed_bfloat16 (states, energies, losses, bank float32)
-  xla      fast + XLA-compiled Langevin chain
-Joint configs have no perf section: they are timed once, in float32, as the variant `fast`.
-Their frozen generator comes from config.generator, or with --untrained_generator is the config's
-generator (or decoder) with fresh weights: the same work, no trained run needed.
+  xla      fast + XLA-compiled Langevin chain                                      (synthesis)
+Joint configs (refinement, retrofit) have the variants fast and bf16 (the default): H and the frozen
+G compute in the variant's precision. Their generator comes from config.generator, or with
+--untrained_generator is the config's generator (or decoder) with fresh weights: the same work,
+no trained run needed.
 Input is a fixed random batch (no dataset needed), so only the model's work is timed.
 """
 import copy
@@ -38,6 +39,7 @@ import tensorflow as tf  # noqa: E402
 from tf_hat_ebm import flops  # noqa: E402
 from tf_hat_ebm import generators  # noqa: E402
 from tf_hat_ebm import langevin  # noqa: E402
+from tf_hat_ebm import nets  # noqa: E402
 from tf_hat_ebm import registry  # noqa: E402
 from tf_hat_ebm.tasks import base  # noqa: E402
 from tf_hat_ebm.trainer import Trainer  # noqa: E402
@@ -50,7 +52,7 @@ config_flags.DEFINE_config_file(
 flags.DEFINE_integer('batch', 16, 'Global batch size.')
 flags.DEFINE_integer('langevin_steps', 50, 'Langevin steps K per training step.')
 flags.DEFINE_list('variants', ['release', 'fast', 'bf16'],
-                  'Variants to time (synthesis; joint configs are timed as fast only).')
+                  'Variants to time (joint configs: fast and bf16 only, both by default).')
 flags.DEFINE_boolean('untrained_generator', False,
                      "Joint configs: the config's generator (or decoder) with fresh weights "
                      'instead of loading config.generator.')
@@ -67,7 +69,8 @@ VARIANTS = {
     'bf16': dict(recompute_generator=False, precision='mixed_bfloat16', jit_sampler=False),
     'xla': dict(recompute_generator=False, precision='float32', jit_sampler=True),
 }
-JOINT_NOTE = 'joint config: no perf section, one float32 variant shown as fast'
+# A joint config's perf has only the precision: the variants that differ in nothing else.
+JOINT_VARIANTS = ('fast', 'bf16')
 
 
 def matmul_rate(dtype, n, repeats=5):
@@ -92,16 +95,15 @@ def timed(fn, repeats):
 
 
 def variants_to_time(config):
-  """The variant names to time: the --variants of a synthesis config, `fast` for a joint one."""
-  if 'perf' in config:
-    unknown = set(FLAGS.variants) - set(VARIANTS)
-    if unknown:
-      raise app.UsageError(f'unknown variants {sorted(unknown)}; known: {", ".join(VARIANTS)}')
-    return list(FLAGS.variants)
-  if FLAGS['variants'].present and FLAGS.variants != ['fast']:
-    raise app.UsageError(f'{config.name}: {JOINT_NOTE}; --variants={",".join(FLAGS.variants)} '
-                         'needs config.perf (synthesis)')
-  return ['fast']
+  """The variant names to time: --variants, of those the config's kind has."""
+  known = VARIANTS if 'recompute_generator' in config.perf else JOINT_VARIANTS
+  if 'generator' in config and not FLAGS['variants'].present:
+    return list(JOINT_VARIANTS)
+  unknown = set(FLAGS.variants) - set(known)
+  if unknown:
+    raise app.UsageError(f'{config.name}: unknown variants {sorted(unknown)}; known for its kind: '
+                         f'{", ".join(known)}')
+  return list(FLAGS.variants)
 
 
 def check_config(config):
@@ -115,7 +117,8 @@ def check_config(config):
 
 
 def make_task(config, strategy):
-  """The config's task through the registry; a joint one over a fresh generator if asked."""
+  """The config's task through the registry; a joint one over a fresh generator, built in the
+  config's precision, if asked."""
   task_class = registry.for_config(config).task_class()
   if not FLAGS.untrained_generator:
     try:
@@ -124,7 +127,7 @@ def make_task(config, strategy):
       raise app.UsageError(f'{e}; or time the task over a fresh generator with '
                            '--untrained_generator') from e
   with strategy.scope():
-    generator = generators.untrained(config)
+    generator = generators.untrained(config, nets.resolve_precision(config.perf.precision)[0])
   return task_class(config, strategy, generator=generator)
 
 
@@ -142,8 +145,7 @@ def step_flops(config, h, g, batch, steps):
 def measure_variant(base_config, name, strategy, repeats, steps_per_measure, count_flops):
   config = copy.deepcopy(base_config)
   config.unlock()
-  if 'perf' in config:
-    config.perf.update(VARIANTS[name])
+  config.perf.update({k: v for k, v in VARIANTS[name].items() if k in config.perf})
   if 'bank_size' in config.training:
     config.training.bank_size = max(config.training.batch_size * 2, 256)
   task = make_task(config, strategy)
@@ -216,9 +218,8 @@ def main(argv):
         achieved_gflops=needed / step / 1e9, sampler_gflops=needed_sampler / sampler / 1e9,
         fraction_of_matmul_rate=needed / step / 1e9 / peak,
         speedup_vs_release=(baseline / step) if baseline else None))
-  note = None if 'perf' in base_config else JOINT_NOTE
   chain = langevin_description(base_config)
-  out = dict(config=base_config.name, experiment=kind, chain=chain, note=note,
+  out = dict(config=base_config.name, experiment=kind, chain=chain,
              batch=FLAGS.batch, langevin_steps=FLAGS.langevin_steps,
              device=(tf.config.list_logical_devices()[-1].device_type), matmul_gflops=rates,
              hat_forward_flops_per_image=h, generator_forward_flops_per_image=g, rows=rows)
@@ -228,8 +229,6 @@ def main(argv):
   print(f'\n{base_config.name} ({kind}, {chain}): batch {FLAGS.batch}, K {FLAGS.langevin_steps}, '
         f'needed {needed / 1e9:.1f} GFLOP/step; matmul f32 {rates["float32"]:.0f} GFLOP/s'
         f'{bf16_rate}')
-  if note:
-    print(note)
   print(header)
   for r in rows:
     speed = f'{r["speedup_vs_release"]:.2f}x' if r['speedup_vs_release'] else '-'

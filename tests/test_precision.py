@@ -8,8 +8,10 @@ import sys
 import pytest
 import tensorflow as tf
 
+from tf_hat_ebm import generators
 from tf_hat_ebm import nets
 from tf_hat_ebm import run_info
+from tf_hat_ebm.tasks.joint import JointTask
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import Trainer
 from tpu_utils import hardware
@@ -101,6 +103,41 @@ def test_training_says_and_records_its_precision_and_time(tmp_path, capsys, monk
   assert (run['platform'], run['start_step'], run['end_step'], run['steps']) == ('CPU', 0, 4, 4)
   assert 0 < run['step_s'] <= run['wall_s'] and run['step_fraction'] == pytest.approx(
       run['step_s'] / run['wall_s'], abs=1e-3)
+
+
+def test_joint_chains_follow_the_same_rule_and_record_it(tmp_path, capsys, monkeypatch):
+  # Refinement and retrofit: H, the frozen G (and DDLS's D) all compute in the chosen precision.
+  strategy = tf.distribute.get_strategy()
+  monkeypatch.setattr(hardware, 'read_cpuinfo', lambda: ZEN3)
+  for experiment in ('digits_refine', 'digits_retrofit'):
+    config = tiny(experiment, **{'perf.precision': 'auto'})
+    task = JointTask(config, strategy, generator=generators.untrained(config))
+    assert (task.precision, task.hat.compute_dtype) == ('float32', 'float32')
+  monkeypatch.setattr(hardware, 'read_cpuinfo', lambda: SAPPHIRE_RAPIDS)
+  config = tiny('digits_retrofit', **{'perf.precision': 'auto'})
+  precision, reason = nets.resolve_precision('auto')
+  generator = generators.untrained(config, precision)
+  task = JointTask(config, strategy, generator=generator)
+  assert (precision, task.precision, task.precision_reason) == (
+      'mixed_bfloat16', precision, reason)
+  assert task.hat.compute_dtype == generator.model.compute_dtype == 'bfloat16'
+  assert generator(tf.zeros([2, *generator.latent_shape])).dtype == tf.float32
+  Trainer(task, config, str(tmp_path), strategy).train(2)
+  assert f'precision: mixed_bfloat16 ({reason})' in capsys.readouterr().out
+  run = json.loads((tmp_path / 'run_info.json').read_text())['runs'][0]
+  assert (run['precision'], run['precision_reason']) == ('mixed_bfloat16', reason)
+  # An explicit float32 wins over the hardware.
+  config = tiny('digits_refine', **{'perf.precision': 'float32'})
+  assert JointTask(config, strategy, generator=generators.untrained(config)).precision == 'float32'
+
+
+def test_a_generator_in_its_own_precision_is_named(monkeypatch):
+  # A SavedModel keeps the dtype it was saved in: the reason says so when it differs.
+  config = tiny('digits_refine', **{'perf.precision': 'mixed_bfloat16'})
+  task = JointTask(config, tf.distribute.get_strategy(), generator=generators.untrained(config))
+  assert task.hat.compute_dtype == 'bfloat16'
+  assert task.precision_reason == ('set by perf.precision; the frozen generator computes in '
+                                   'float32 (its own precision)')
 
 
 def test_every_run_of_a_workdir_gets_its_entry(tmp_path):

@@ -112,7 +112,7 @@ def _common(kind):
 
 
 def _perf(config):
-  """Speed options of the synthesis task; defaults chosen with benchmarks/step_time.py."""
+  """Speed options of the Hat EBM tasks; defaults chosen with benchmarks/step_time.py."""
   config.perf = perf = ml_collections.ConfigDict()
   # auto: mixed_bfloat16 where bf16 is native (TPU, GPU of compute capability >= 8.0, CPU with
   # amx_bf16 / avx512_bf16), else float32 (tpu_utils/hardware.py); or float32 / mixed_bfloat16.
@@ -194,6 +194,7 @@ def joint_defaults():
   config.training.num_steps = 20_000
   config.training.data_eps = 1e-3
   _network_optim(config.optim, 'hat', 1e-5)
+  _perf(config)  # H, the frozen G and DDLS's D compute in it; SavedModel generators in their own
   return config
 
 

@@ -93,6 +93,8 @@ class HatEBMModule(tf.Module):
     self._latent_shape = tuple(int(d) for d in generator.latent_shape)
     # Variables (not constants) so that they are saved and readable on the loaded model.
     self.image_shape = tf.Variable(image_shape, dtype=tf.int32, trainable=False)
+    # The Keras policy the chain computes in (the training run's), e.g. b'mixed_bfloat16'.
+    self.precision = tf.Variable(model.precision, trainable=False)
     self._image_shape = tuple(int(d) for d in image_shape)
     steps = default_path_steps(settings.steps) if path_steps is None else path_steps
     steps = sorted(set(int(s) for s in steps))

@@ -7,6 +7,10 @@
 Any latent -> image callable will do, which is the paper's point: the Hat EBM needs no
 probabilistic generator. For 'savedmodel' and 'factory' the config declares latent_shape and
 output_range; outputs are mapped linearly from output_range to the [-1, 1] of the data.
+
+Precision: the project's SN-GAN and decoder, and a factory's model, are built under the chain's
+Keras policy (nets.with_precision); a SavedModel keeps the precision it was saved in. Either way
+G gets its latents in its compute dtype and hands back float32 images.
 """
 import importlib
 import os
@@ -28,11 +32,14 @@ class FrozenGenerator(tf.Module):
     self.latent_shape = tuple(int(d) for d in latent_shape)
     self.low, self.high = float(output_range[0]), float(output_range[1])
     self._keras = keras
+    # What G computes in: a Keras model's policy; a plain SavedModel function takes float32.
+    self.compute_dtype = tf.as_dtype(getattr(model, 'compute_dtype', None) or tf.float32)
     if keras:
       model.trainable = False
 
   def __call__(self, z, training=False):
     del training  # always inference mode: G is frozen
+    z = tf.cast(z, self.compute_dtype)  # the cast's gradient brings grad_Z back in float32
     out = self.model(z, training=False) if self._keras else self.model(z)
     out = tf.cast(out, tf.float32)
     if (self.low, self.high) != (-1.0, 1.0):
@@ -40,8 +47,9 @@ class FrozenGenerator(tf.Module):
     return out
 
 
-def load(config):
-  """(frozen generator, SN-GAN discriminator or None) named by config.generator, shape-checked."""
+def load(config, precision='float32'):
+  """(frozen generator, SN-GAN discriminator or None) named by config.generator, shape-checked;
+  the project's networks and a factory's model built under the Keras policy `precision`."""
   gcfg, data = config.generator, config.data
   if gcfg.source not in SOURCES:
     raise ValueError(f'generator.source must be one of {SOURCES}, not {gcfg.source!r}')
@@ -49,29 +57,31 @@ def load(config):
     raise ValueError(f'set generator.path for generator source {gcfg.source!r}')
   discriminator = None
   if gcfg.source == 'sngan':
-    model, discriminator = load_sngan(gcfg.path, config)
+    model, discriminator = load_sngan(gcfg.path, config, precision=precision)
     generator = FrozenGenerator(model, model.latent_shape)
   elif gcfg.source == 'autoencoder':
-    decoder = load_decoder(gcfg.path, config)
+    decoder = load_decoder(gcfg.path, config, precision=precision)
     generator = FrozenGenerator(decoder, decoder.latent_shape)
   else:
     if not gcfg.latent_shape:
       raise ValueError(f'generator source {gcfg.source!r} needs generator.latent_shape')
     model, keras = (_load_savedmodel(gcfg.path) if gcfg.source == 'savedmodel'
-                    else _load_factory(gcfg.path))
+                    else nets.with_precision(precision, lambda: _load_factory(gcfg.path)))
     generator = FrozenGenerator(model, gcfg.latent_shape, gcfg.output_range, keras=keras)
   check_generator(generator, (data.image_size, data.image_size, data.channels),
                   f'{gcfg.source} generator {gcfg.path}')
   return generator, discriminator
 
 
-def untrained(config):
-  """A generator of config's networks with fresh weights (benchmarks, tests)."""
+def untrained(config, precision='float32'):
+  """A generator of config's networks with fresh weights (benchmarks, tests), built under the
+  Keras policy `precision`."""
   data = config.data
   if config.generator.source == 'autoencoder':
-    model = nets.make_decoder(config)
+    model = nets.with_precision(precision, lambda: nets.make_decoder(config))
   else:
-    model = nets.make_generator(config.model, data.image_size, data.channels)
+    model = nets.with_precision(precision, lambda: nets.make_generator(
+        config.model, data.image_size, data.channels))
   return FrozenGenerator(model, model.latent_shape)
 
 
@@ -89,26 +99,32 @@ def check_generator(generator, image_shape, what):
 
 
 # ---- project networks restored from a training workdir ------------------------------------------
-def load_sngan(workdir, config, checkpoint=None):
-  """(G, D) of the SN-GAN run in `workdir`, frozen, built from config.model; D is None with
-  model.disc_width 0 (an imported generator). A checkpoint of other networks fails naming the
-  checkpoint's shapes and the config's, before anything trains."""
+def load_sngan(workdir, config, checkpoint=None, precision='float32'):
+  """(G, D) of the SN-GAN run in `workdir`, frozen, built from config.model under the Keras policy
+  `precision`; D is None with model.disc_width 0 (an imported generator). A checkpoint of other
+  networks fails naming the checkpoint's shapes and the config's, before anything trains."""
   data = config.data
   path = checkpoints.resolve_checkpoint(workdir, checkpoint, what='SN-GAN',
                                         script='experiments/train_sngan.py')
   check_generator_checkpoint(path, config.model, data.image_size, data.channels)
-  items = dict(generator=nets.make_generator(config.model, data.image_size, data.channels))
-  if config.model.get('disc_width'):
-    items['discriminator'] = nets.make_discriminator(config.model, data.image_size,
-                                                     data.channels)
+
+  def build():
+    items = dict(generator=nets.make_generator(config.model, data.image_size, data.channels))
+    if config.model.get('disc_width'):
+      items['discriminator'] = nets.make_discriminator(config.model, data.image_size,
+                                                       data.channels)
+    return items
+
+  items = nets.with_precision(precision, build)
   checkpoints.restore(path, items, 'the SN-GAN')
   for model in items.values():
     model.trainable = False
   return items['generator'], items.get('discriminator')
 
 
-def load_decoder(workdir, config, checkpoint=None):
-  """The frozen decoder of the autoencoder run in `workdir`, checked against `config`."""
+def load_decoder(workdir, config, checkpoint=None, precision='float32'):
+  """The frozen decoder of the autoencoder run in `workdir`, checked against `config`, built under
+  the Keras policy `precision`."""
   data = config.data
   path = checkpoints.resolve_checkpoint(workdir, checkpoint, what='autoencoder',
                                         script='experiments/train_autoencoder.py')
@@ -122,7 +138,7 @@ def load_decoder(workdir, config, checkpoint=None):
     if have != wanted:
       raise ValueError(f'autoencoder in {workdir} does not match the config: it has '
                        f'{_describe_decoder(*have)}; config expects {_describe_decoder(*wanted)}')
-  decoder = nets.make_decoder(config)
+  decoder = nets.with_precision(precision, lambda: nets.make_decoder(config))
   checkpoints.restore(path, dict(decoder=decoder), f'the decoder ({_describe_decoder(*wanted)})')
   decoder.trainable = False
   return decoder

@@ -443,7 +443,7 @@ class Decoder(tf.keras.Model):
     for block in self.blocks:
       h = block(h)
     h = self.to_image(tf.nn.relu(self.bn(h, training=False)))
-    return self.out_factor * tf.tanh(h)
+    return self.out_factor * tf.tanh(tf.cast(h, tf.float32))  # images are float32 always
 
   def build_for_input(self):
     self(tf.zeros([1, *self.latent_shape]))

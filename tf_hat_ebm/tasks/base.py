@@ -89,6 +89,7 @@ class InferenceModel:
   sampling: langevin.ChainSettings           # the config's `sampling` chain
   saved: Dict[str, Any]                      # checkpoint name -> network restored from the run
   discriminator: Optional[Any] = None        # the SN-GAN's D of a refinement (DDLS)
+  precision: str = 'float32'                 # the Keras policy the networks compute in
 
   def checkpoint_items(self):
     return dict(self.saved)

@@ -16,15 +16,29 @@ from tf_hat_ebm import optim
 from tf_hat_ebm.tasks import base
 
 
-def inference_model(config, generator=None):
-  """H, the frozen G (and the SN-GAN's D); G is loaded first, so a wrong one fails early."""
+def networks(config, strategy=None, generator=None):
+  """(H, G, D or None, precision, reason): the frozen G first, so a wrong one fails early; H, G
+  and D computing in the config's precision (a SavedModel generator in its own, said in reason)."""
+  precision, reason = nets.resolve_precision(config.perf.precision, strategy)
   discriminator = None
   if generator is None:
-    generator, discriminator = generators.load(config)
-  hat = nets.make_hat(config.model, config.data.image_size, config.data.channels)
+    generator, discriminator = generators.load(config, precision)
+  compute = getattr(generator, 'compute_dtype', tf.float32)
+  if compute != tf.keras.mixed_precision.Policy(precision).compute_dtype:
+    reason += f'; the frozen generator computes in {compute.name} (its own precision)'
+  hat = nets.with_precision(precision, lambda: nets.make_hat(
+      config.model, config.data.image_size, config.data.channels))
+  return hat, generator, discriminator, precision, reason
+
+
+def inference_model(config, generator=None):
+  """H, the frozen G (and the SN-GAN's D), in the config's precision."""
+  hat, generator, discriminator, precision, _ = networks(config, tf.distribute.get_strategy(),
+                                                         generator)
   # The generator is not saved with the run: it is frozen and comes from config.generator.
   return base.InferenceModel(hat, generator, langevin.ChainSettings.from_config(config.sampling),
-                             saved=dict(hat=hat), discriminator=discriminator)
+                             saved=dict(hat=hat), discriminator=discriminator,
+                             precision=precision)
 
 
 class JointTask(base.HatTask):
@@ -40,9 +54,10 @@ class JointTask(base.HatTask):
     super().__init__(config, strategy)
 
   def build(self):
-    model = inference_model(self.config, self._given_generator)
-    self.hat, self.generator, self.discriminator = model.hat, model.generator, model.discriminator
-    self.networks = model.saved
+    # The precision is reported at the start of training and recorded in run_info.json.
+    (self.hat, self.generator, self.discriminator, self.precision,
+     self.precision_reason) = networks(self.config, self.strategy, self._given_generator)
+    self.networks = dict(hat=self.hat)  # G is frozen and comes from config.generator
     self.adam('hat', self.hat.trainable_variables,
               optim.network_schedule(self.config.optim, 'hat'))
 

@@ -30,9 +30,9 @@ def networks(config, strategy=None):
 
 
 def inference_model(config):
-  hat, generator, _, _ = networks(config, tf.distribute.get_strategy())
+  hat, generator, precision, _ = networks(config, tf.distribute.get_strategy())
   return base.InferenceModel(hat, generator, langevin.ChainSettings.from_config(config.sampling),
-                             saved=dict(hat=hat, generator=generator))
+                             saved=dict(hat=hat, generator=generator), precision=precision)
 
 
 class SynthesisTask(base.HatTask):
