@@ -10,8 +10,9 @@ Synthesis runs: the Hat EBM's samples X = G(Z) + Y and its generator alone G(Z).
 refinement), DDLS (when the generator comes with a discriminator; config.ddls) and the Hat EBM's
 joint chain X = G(Z_K) + Y_K. SN-GAN runs: G(Z0) from the latents a refinement over it would
 draw (the same seeds give the same number as its G(Z0) row). Samples come from the config's
-`sampling` chain and are scored against the train split; --runs independent sample sets give mean +- std. Features: Inception
-for CIFAR-10 / CelebA / ImageNet, the digits classifier for the digits.
+`sampling` chain and are scored against the train split; --runs independent sample sets give
+mean +- std. Features: Inception for CIFAR-10 / CelebA / ImageNet, the digits classifier for the
+digits.
 The table is also written to <workdir>/fid.json (an existing one only with --overwrite, never with a
 non-finite result).
 """
