@@ -208,7 +208,7 @@ def build_stages(args):
     return stages
   # Figures of the first seed: the Langevin paths of each kind and every model's sample grid.
   seed = args.seeds[0]
-  figure_dir = os.path.join(out, 'figures_run')
+  figure_dir = os.path.join(out, 'samples')
   cmds, outputs = [], []
   models = [m for m, part in (('synth', 'synth'), ('refine', 'refine'), ('retrofit', 'retrofit'),
                               ('current', 'ablations'), ('coop', 'ablations'),
@@ -216,9 +216,9 @@ def build_stages(args):
   for model in models:
     target = os.path.join(figure_dir, model)
     cmds.append(script('sample.py') + [f'--workdir={os.path.join(out, f"{model}_s{seed}")}',
-                                       f'--output={target}'] + s['samples'])
-    outputs.append(os.path.join(target, 'samples.npz'))
-  stages.append(Stage('figures', 'figures', cmds, outputs, lambda st: {}, figure_dir,
+                                       f'--output={target}', '--overwrite'] + s['samples'])
+    outputs.append(os.path.join(target, 'langevin_path.png'))  # its last file
+  stages.append(Stage('samples', 'figures', cmds, outputs, lambda st: {}, figure_dir,
                       may_fail=True, keep_going=True))
   return stages
 
@@ -435,11 +435,12 @@ def build_report(records, args):
 
 def collect_figures(out):
   """Copies the Langevin paths and sample grids of the figures stage into out/figures/."""
-  source, target = os.path.join(out, 'figures_run'), os.path.join(out, 'figures')
+  source, target = os.path.join(out, 'samples'), os.path.join(out, 'figures')
   os.makedirs(target, exist_ok=True)
   if not os.path.isdir(source):
     return
-  for model in sorted(os.listdir(source)):
+  for model in sorted(m for m in os.listdir(source)
+                      if os.path.isdir(os.path.join(source, m))):
     for name in sorted(os.listdir(os.path.join(source, model))):
       if name == 'langevin_path.png' or (name.startswith('samples_') and name.endswith('.png')):
         shutil.copyfile(os.path.join(source, model, name),

@@ -26,7 +26,7 @@ def test_paper_dry_run_lists_every_paper_command(tmp_path):
   assert stages == ['synth_s0', 'synth_celeba_s0', 'synth_imagenet128_s0',
                     'synth_imagenet128_large_s0', 'sngan_s0', 'refine_s0', 'sngan_celeba_s0',
                     'refine_celeba_s0', 'autoencoder_s0', 'retrofit_s0', 'ood_s0', 'current_s0',
-                    'coop_s0', 'noresidual_s0', 'figures']
+                    'coop_s0', 'noresidual_s0', 'samples']
   commands = [line for line in lines if not line.startswith('#')]
   trainings = [c for c in commands if '/train_' in c]
   for config in ('cifar10_synth', 'celeba_synth', 'imagenet128_synth', 'imagenet128_synth_large',
