@@ -19,7 +19,8 @@ def path_figure(path, num_chains=None, magnify=5.0):
   """Rows X, G(Z), Y (magnified about 0) for each chain, one column per recorded chain step.
 
   `path` is `sample_path`'s output: images and residuals [steps, N, h, w, c], generator_images
-  [N, h, w, c] (conditional chain, Z fixed) or [steps, N, h, w, c] (joint chain). Returns a uint8 [3 * chains * (h + 1) + 1, steps * (w + 1) + 1, c] image.
+  [N, h, w, c] (conditional chain, Z fixed) or [steps, N, h, w, c] (joint chain). Returns a uint8
+  [3 * chains * (h + 1) + 1, steps * (w + 1) + 1, c] image.
   """
   x, y = np.asarray(path['images']), np.asarray(path['residuals'])
   g_z = np.asarray(path['generator_images'])
