@@ -3,17 +3,22 @@ r"""FID of a trained Hat EBM beside its baselines, all with one feature network.
   python experiments/evaluate_fid.py --workdir=workdir/digits_synth    # small-data FID (classifier)
   python experiments/evaluate_fid.py --workdir=/data/runs/cifar10 --inception_path=/data/inception
   python experiments/evaluate_fid.py --workdir=workdir/digits_refine  # SN-GAN, DDLS and Hat EBM
+  python experiments/evaluate_fid.py --workdir=workdir/digits_sngan   # the SN-GAN on its own
 
 Synthesis runs: the Hat EBM's samples X = G(Z) + Y and its generator alone G(Z). Joint runs
 (refinement, retrofit): from the same latents Z0, the generator alone G(Z0) (the SN-GAN of a
 refinement), DDLS (when the generator comes with a discriminator; config.ddls) and the Hat EBM's
-joint chain X = G(Z_K) + Y_K. Samples come from the config's `sampling` chain and are scored
-against the train split; --runs independent sample sets give mean +- std. Features: Inception
-for CIFAR-10 / CelebA / ImageNet, the digits classifier for the digits.
+joint chain X = G(Z_K) + Y_K. SN-GAN runs: G(Z0) from the latents a refinement over it would
+draw (the same seeds give the same number as its G(Z0) row). Samples come from the config's
+`sampling` chain and are scored against the train split; --runs independent sample sets give
+mean +- std. Features: Inception for CIFAR-10 / CelebA / ImageNet, the digits classifier for the
+digits.
 The table is also written to <workdir>/fid.json (an existing one only with --overwrite, never with a
 non-finite result).
 """
 import os
+import re
+import types
 
 from absl import flags
 
@@ -36,8 +41,12 @@ cli.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
 cli.answer_help()
 
+import tensorflow as tf  # noqa: E402
+
 from tf_hat_ebm import checkpoints  # noqa: E402
 from tf_hat_ebm import export  # noqa: E402
+from tf_hat_ebm import generators  # noqa: E402
+from tf_hat_ebm import langevin  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
 from tf_hat_ebm.evaluation import compare  # noqa: E402
 from tf_hat_ebm.evaluation import features  # noqa: E402
@@ -70,10 +79,36 @@ def joint_rows(run, net, train, num_samples):
   return [r for r in rows if r[0] in fids], fids, chain
 
 
+def sngan_rows(run, net, train, num_samples):
+  """The same for an SN-GAN run: its generator alone, from the latents of joint_rows."""
+  generator = run.model.generator
+  sample = tf.function(
+      lambda z0, seed: {'generator': tf.clip_by_value(langevin.generate(generator, z0), -1., 1.)})
+  fids = compare.method_fids(run.model, sample, net, train, num_samples, FLAGS.runs, FLAGS.seed,
+                             FLAGS.batch_size, verbose=True)
+  return [('generator', 'SN-GAN G(Z0)')], fids, 'none (Z0 ~ N(0, I))'
+
+
+def load_sngan_run(workdir):
+  """An SN-GAN workdir as a checkpoints.Run whose model is its frozen `generator`."""
+  config = checkpoints.load_config(workdir)
+  path = checkpoints.resolve_checkpoint(workdir, FLAGS.checkpoint, what='SN-GAN',
+                                        script='experiments/train_sngan.py')
+  model, _ = generators.load_sngan(workdir, config, path)
+  generator = generators.FrozenGenerator(model, model.latent_shape)
+  step = re.search(r'ckpt-(\d+)$', path)
+  return types.SimpleNamespace(config=config, model=types.SimpleNamespace(generator=generator),
+                               step=int(step.group(1)) if step else None)
+
+
 def evaluate():
   path = os.path.join(FLAGS.workdir, 'fid.json')
   run_lib.check_output_file(path, FLAGS.overwrite)
-  run = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
+  experiment = checkpoints.load_config(FLAGS.workdir).get('experiment', 'synthesis')
+  if experiment == 'sngan':
+    run = load_sngan_run(FLAGS.workdir)
+  else:
+    run = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
   data_cfg = run.config.data
   kind = FLAGS.feature_net or ('classifier' if data_cfg.name == 'digits' else 'inception')
   if kind == 'inception':
@@ -85,8 +120,8 @@ def evaluate():
                                FLAGS.batch_size)
   test = fid.data_activations(data_cfg, data_cfg.test_split, net, FLAGS.workdir,
                               FLAGS.batch_size)
-  joint = run.config.get('experiment', 'synthesis') == 'joint'
-  methods, fids, chain = (joint_rows if joint else synthesis_rows)(run, net, train, num_samples)
+  rows_of = {'joint': joint_rows, 'sngan': sngan_rows}.get(experiment, synthesis_rows)
+  methods, fids, chain = rows_of(run, net, train, num_samples)
   data_fid = fid.frechet_distance(train, test)
 
   rows = [(f'{label} ({num_samples})', *fid.mean_std(fids[key])) for key, label in methods]

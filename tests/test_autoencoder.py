@@ -42,6 +42,7 @@ def test_latent_noise_perturbs_on_the_sphere():
   assert load_config('digits_autoencoder').training.latent_noise == 0.3
   assert load_config('cifar10_autoencoder').training.latent_noise == 2e-2  # the authors' release
   assert 'data_noise' not in load_config('cifar10_autoencoder').training  # no noise on the image
+  assert load_config('cifar10_autoencoder').training.num_steps == 100 * 499  # the release's
 
 
 @pytest.mark.parametrize('latent_noise', [0.0, 2e-2, 0.3])

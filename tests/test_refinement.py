@@ -174,3 +174,17 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
   for method in ('generator', 'ddls', 'hat_ebm'):
     assert len(saved[method]) == 2 and all(np.isfinite(v) and v > 0 for v in saved[method])
   assert saved['generator'] != saved['hat_ebm'] != saved['ddls']
+  # The SN-GAN on its own: the same latents, so the same FID as the refinement's G(Z0) row.
+  result = subprocess.run(
+      [sys.executable, os.path.join(REPO, 'experiments', 'evaluate_fid.py'),
+       f'--workdir={gan_dir}', '--num_samples=20', '--runs=2', '--batch_size=10',
+       f'--feature_cache_dir={cache}'],
+      capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'), timeout=600)
+  assert result.returncode == 0, result.stderr[-2000:]
+  rows = [line for line in result.stdout.splitlines() if line.startswith('| ')]
+  assert [row.split('|')[1].strip() for row in rows[1:]] == ['SN-GAN G(Z0) (20)',
+                                                             'data: test split (297)']
+  with open(os.path.join(gan_dir, 'fid.json')) as f:
+    alone = json.load(f)
+  assert alone['step'] == 2
+  np.testing.assert_allclose(alone['generator'], saved['generator'], rtol=1e-5)

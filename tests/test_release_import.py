@@ -156,7 +156,7 @@ def test_command_line_error_is_one_line(tmp_path):
 
 # ---- the release's Langevin chains (noise off) over the imported hat32 + gen32 ------------------
 CHAINS = ('conditional_T1e-8_clip', 'conditional_T1e-6_prior_noclip', 'joint_T1e-5_prior_clip',
-          'joint_T1e-8_clip')
+          'joint_T1e-8_clip', 'conditional_T1e-8_clipbinds', 'joint_T1e-8_clipbinds')
 
 
 def release_settings(settings):
@@ -202,3 +202,8 @@ def test_release_chains_are_reproduced(chain):
     y, _ = langevin.sample_conditional(hat, langevin.generate(gen, ref['z0']), rng, settings,
                                        y0=ref['y0'])
   assert_change_close(y.numpy(), ref['y0'], ref['y'], 'y')
+  if chain.endswith('clipbinds'):
+    # The clip acts at every step of every sample: each residual moves by under K x max_drift.
+    moved = np.sqrt(np.sum(np.square(ref['y'] - ref['y0']), axis=(1, 2, 3)))
+    assert np.all(moved <= settings.steps * settings.max_drift + 1e-4), moved
+    assert np.all(moved > 0.9 * settings.steps * settings.max_drift), moved

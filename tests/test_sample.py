@@ -44,6 +44,19 @@ def test_path_figure_has_rows_x_gz_y_per_chain_and_a_column_per_step(trained_wor
   assert 'langevin_path' in tags
 
 
+def test_path_figure_of_a_joint_chain_shows_g_of_z_at_each_step():
+  """In a joint chain Z moves: its G(Z) row changes from column to column."""
+  rng = np.random.RandomState(0)
+  path = {k: rng.uniform(-1, 1, [3, 2, 16, 16, 1]).astype(np.float32)
+          for k in ('images', 'generator_images', 'residuals')}
+  figure = samples_lib.path_figure(path)
+  assert figure.shape == (3 * 2 * 17 + 1, 3 * 17 + 1, 1)
+  for chain in range(2):
+    for col in range(3):
+      np.testing.assert_array_equal(cell(figure, 3 * chain + 1, col),
+                                    images_lib.to_uint8(path['generator_images'][col, chain]))
+
+
 def test_bad_path_steps_are_rejected(trained_workdir):
   run = checkpoints.load_run(trained_workdir)
   with pytest.raises(ValueError, match=r'path steps must lie in 0\.\.2'):

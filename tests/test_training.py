@@ -77,13 +77,22 @@ def test_resume_restores_every_piece_of_state(tmp_path):
   assert int(trainer2.step.numpy()) == 6
 
 
-def test_current_samples_ablation_runs_without_bank(tmp_path):
-  config = tiny(**{'training.generator_update': 'current'})
+def moving_means(generator):
+  return [v.numpy().copy() for v in generator.variables if 'moving_mean' in v.name]
+
+
+@pytest.mark.parametrize('update', ['current', 'cooperative'])
+def test_current_samples_ablation_and_cooperative_baseline_run_without_bank(update, tmp_path):
+  """Both fit G to the current samples; only cooperative learning's G uses batch statistics."""
+  config = tiny(**{'training.generator_update': update})
   strategy = tf.distribute.get_strategy()
   task = SynthesisTask(config, strategy)
   assert task.bank is None
+  before = moving_means(task.generator)
   metrics = Trainer(task, config, str(tmp_path), strategy, verbose=False).train(2)
   assert np.isfinite(metrics['gen_loss'])
+  moved = [not np.array_equal(a, b) for a, b in zip(before, moving_means(task.generator))]
+  assert before and all(moved) == (update == 'cooperative') and any(moved) == all(moved)
 
 
 def test_divergence_stops_before_any_checkpoint_of_that_state(tmp_path):

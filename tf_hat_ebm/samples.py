@@ -19,7 +19,8 @@ def path_figure(path, num_chains=None, magnify=5.0):
   """Rows X, G(Z), Y (magnified about 0) for each chain, one column per recorded chain step.
 
   `path` is `sample_path`'s output: images and residuals [steps, N, h, w, c], generator_images
-  [N, h, w, c]. Returns a uint8 [3 * chains * (h + 1) + 1, steps * (w + 1) + 1, c] image.
+  [N, h, w, c] (conditional chain, Z fixed) or [steps, N, h, w, c] (joint chain). Returns a uint8
+  [3 * chains * (h + 1) + 1, steps * (w + 1) + 1, c] image.
   """
   x, y = np.asarray(path['images']), np.asarray(path['residuals'])
   g_z = np.asarray(path['generator_images'])
@@ -27,8 +28,8 @@ def path_figure(path, num_chains=None, magnify=5.0):
   n = min(n, num_chains or n)
   rows = []
   for i in range(n):
-    rows += [images_lib.to_uint8(x[:, i]),
-             images_lib.to_uint8(np.repeat(g_z[i][None], steps, axis=0)),  # fixed along the chain
+    g_row = g_z[:, i] if g_z.ndim == x.ndim else np.repeat(g_z[i][None], steps, axis=0)
+    rows += [images_lib.to_uint8(x[:, i]), images_lib.to_uint8(g_row),
              images_lib.to_uint8(y[:, i], magnify=magnify)]
   return images_lib.grid(np.concatenate(rows), columns=steps)
 

@@ -6,7 +6,12 @@ Per training step, on every replica:
               theta <- Adam(grad (mean H(X+) - mean H(X-)) / T)
   Generator:  B distinct bank entries (Z_i, X_i);  phi <- Adam(grad 1000 * mean (G(Z_i) - X_i)^2)
   Bank:       those B entries overwritten with this step's (Z, X-).
+training.generator_update 'current' (ablation) fits G to this step's (Z, X-) instead; 'cooperative'
+is the cooperative-learning baseline of the paper's appendix (Xie et al.'s CoopNets as released,
+with Z0 in place of an inferred Z_K): the same fit to the current samples, by a generator that
+normalises with batch statistics (the paper: batch norm is what keeps it from collapsing).
 """
+import ml_collections
 import tensorflow as tf
 
 from tf_hat_ebm import bank as bank_lib
@@ -16,16 +21,19 @@ from tf_hat_ebm import nets
 from tf_hat_ebm import optim
 from tf_hat_ebm.tasks import base
 
-GENERATOR_UPDATES = ('bank', 'current')
+GENERATOR_UPDATES = ('bank', 'current', 'cooperative')
 
 
 def networks(config, strategy=None):
   """(H, G) of the config, built in its precision; with the precision and why."""
   data = config.data
   precision, reason = nets.resolve_precision(config.perf.precision, strategy)
+  gen_model = config.model
+  if config.training.get('generator_update') == 'cooperative':
+    gen_model = ml_collections.ConfigDict(dict(config.model.to_dict(), gen_batch_stats=True))
   hat, generator = nets.with_precision(precision, lambda: (
       nets.make_hat(config.model, data.image_size, data.channels),
-      nets.make_generator(config.model, data.image_size, data.channels)))
+      nets.make_generator(gen_model, data.image_size, data.channels)))
   return hat, generator, precision, reason
 
 
@@ -98,12 +106,13 @@ class SynthesisTask(base.HatTask):
     if self.bank is not None:
       indices = self.bank.choose(self.rng, self.batch)
       z_target, x_target = self.bank.read(indices)
-    else:  # ablation: the generator follows the current samples only
+    else:  # ablation and cooperative learning: the generator follows the current samples only
       z_target, x_target = z, x_neg
+    batch_stats = tcfg.generator_update == 'cooperative'  # and updates its moving statistics
 
     gen_value, gen_norm = learning.apply_gradients(
         self.optimizers['gen'],
-        lambda: learning.generator_loss(self.generator(z_target), x_target,
+        lambda: learning.generator_loss(self.generator(z_target, training=batch_stats), x_target,
                                         tcfg.gen_loss_factor, self.global_batch),
         self.generator.trainable_variables, ocfg.gen_clip_norm, ocfg.gen_clip_mode)
 

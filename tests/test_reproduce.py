@@ -1,0 +1,91 @@
+"""experiments/reproduce.py: the paper's commands, and a whole tiny pipeline that resumes."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+
+SCRIPT = os.path.join(REPO, 'experiments', 'reproduce.py')
+
+
+def reproduce(*args, timeout=1200):
+  return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True,
+                        cwd=REPO, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
+                        timeout=timeout)
+
+
+def test_paper_dry_run_lists_every_paper_command(tmp_path):
+  result = reproduce('--scale=paper', '--dry_run', '--tpu=my-tpu', f'--out={tmp_path}')
+  assert result.returncode == 0, result.stderr
+  lines = result.stdout.splitlines()
+  stages = [line.split('] ')[1] for line in lines if line.startswith('# [')]
+  assert stages == ['synth_s0', 'synth_celeba_s0', 'synth_imagenet128_s0',
+                    'synth_imagenet128_large_s0', 'sngan_s0', 'refine_s0', 'sngan_celeba_s0',
+                    'refine_celeba_s0', 'autoencoder_s0', 'retrofit_s0', 'ood_s0', 'current_s0',
+                    'coop_s0', 'noresidual_s0', 'samples']
+  commands = [line for line in lines if not line.startswith('#')]
+  trainings = [c for c in commands if '/train_' in c]
+  for config in ('cifar10_synth', 'celeba_synth', 'imagenet128_synth', 'imagenet128_synth_large',
+                 'cifar10_sngan', 'cifar10_refine', 'celeba_sngan', 'celeba_refine',
+                 'cifar10_autoencoder', 'cifar10_retrofit'):
+    assert any(f'configs/{config}.py ' in c for c in trainings), config
+  assert all('--tpu=my-tpu' in c for c in trainings)
+  refine = next(c for c in trainings if 'configs/celeba_refine.py' in c)
+  assert f'--config.generator.path={tmp_path}/sngan_celeba_s0' in refine
+  assert sum('/evaluate_fid.py' in c and '--runs=3' in c for c in commands) == 12
+  assert any('/evaluate_ood.py' in c for c in commands)
+  assert not os.listdir(tmp_path)  # a dry run writes nothing
+
+
+def test_bad_parts_is_one_line_error(tmp_path):
+  result = reproduce('--parts=synth,bogus', f'--out={tmp_path}')
+  assert result.returncode == 2
+  assert result.stderr.strip().splitlines()[-1].endswith(
+      'unknown bogus; known: synth, refine, retrofit, ood, ablations, figures')
+
+
+@pytest.mark.slow
+def test_tiny_pipeline_reports_skips_when_done_and_resumes(tmp_path):
+  out = str(tmp_path)
+  args = ('--scale=tiny', '--seeds=0,1', '--parts=synth', f'--out={out}')
+  first = reproduce(*args)
+  assert first.returncode == 0, first.stderr[-3000:]
+  assert '[1/2] synth_s0: running' in first.stdout and '[2/2] synth_s1: done in' in first.stdout
+  with open(os.path.join(out, 'report.json')) as f:
+    report = json.load(f)
+  per_seed = [json.load(open(os.path.join(out, f'synth_s{s}', 'done.json')))['result']['hat_ebm']
+              for s in (0, 1)]
+  row = report['tables']['synthesis'][0]
+  assert row['per_seed'] == per_seed
+  np.testing.assert_allclose([row['mean'], row['std']], [np.mean(per_seed), np.std(per_seed)])
+  with open(os.path.join(out, 'report.md')) as f:
+    markdown = f.read()
+  assert (f'| Hat EBM X = G(Z) + Y | {np.mean(per_seed):.2f} ± {np.std(per_seed):.2f} | '
+          'synth_s* |') in markdown
+  assert '| SN-GAN G(Z0) | – |' in markdown  # a part not run is a dash, not a number
+  assert 'train_synthesis.py' in markdown and '--config.seed=1' in markdown
+  assert os.listdir(os.path.join(out, 'tensorboard'))
+
+  # All done: nothing runs again.
+  second = reproduce(*args)
+  assert second.returncode == 0, second.stderr[-3000:]
+  assert '[1/2] synth_s0: done (skipped)' in second.stdout
+  assert '[2/2] synth_s1: done (skipped)' in second.stdout
+
+  # Interrupted after training and scoring, before its done marker: the training resumes at its
+  # last checkpoint and the finished evaluation is kept.
+  os.remove(os.path.join(out, 'synth_s1', 'done.json'))
+  fid_time = os.path.getmtime(os.path.join(out, 'synth_s1', 'fid.json'))
+  third = reproduce(*args)
+  assert third.returncode == 0, third.stderr[-3000:]
+  assert '[2/2] synth_s1: running' in third.stdout and 'synth_s0: done (skipped)' in third.stdout
+  with open(os.path.join(out, 'synth_s1', 'log.txt')) as f:
+    log = f.read()
+  assert log.count('/train_synthesis.py') == 2 and log.count('/evaluate_fid.py') == 1
+  assert os.path.getmtime(os.path.join(out, 'synth_s1', 'fid.json')) == fid_time
+  with open(os.path.join(out, 'report.json')) as f:
+    assert json.load(f)['tables']['synthesis'][0]['per_seed'] == per_seed
