@@ -19,9 +19,8 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 from absl import flags  # noqa: E402
 
 from tf_hat_ebm import checkpoints  # noqa: E402
-from tf_hat_ebm import export  # noqa: E402
+from tf_hat_ebm import registry  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
-from tf_hat_ebm.evaluation import compare  # noqa: E402
 from tf_hat_ebm.evaluation import features  # noqa: E402
 from tf_hat_ebm.evaluation import fid  # noqa: E402
 
@@ -42,32 +41,6 @@ run_lib.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
 
 
-def synthesis_rows(run, net, train, num_samples):
-  """([(method, row label)], {method: [FID per run]}, chain description) of a synthesis run."""
-  module = export.build_module(run)
-  fids = fid.sample_fids(module, net, train, num_samples, FLAGS.batch_size, FLAGS.runs,
-                         FLAGS.seed)
-  s = run.model.sampling
-  chain = f'K={s.steps}, eps={s.step_size:g}, T={s.temperature:g}, Y0 scale={s.init_scale:g}'
-  rows = [('hat_ebm', 'Hat EBM samples X = G(Z) + Y'), ('generator', 'generator alone G(Z)')]
-  return rows, fids, chain
-
-
-def joint_rows(run, net, train, num_samples):
-  """The same for a joint run: G(Z0), DDLS (when there is a D) and the Hat EBM, from one Z0."""
-  sampler = compare.make_sampler(run)
-  fids = compare.method_fids(run.model, sampler, net, train, num_samples, FLAGS.runs, FLAGS.seed,
-                             FLAGS.batch_size, verbose=True)
-  gan = {'sngan': 'SN-GAN', 'autoencoder': 'decoder'}.get(run.config.generator.source, 'generator')
-  rows = [('generator', f'{gan} G(Z0)'), ('ddls', 'DDLS (Langevin in z, SN-GAN D)'),
-          ('hat_ebm', 'Hat EBM X = G(Z_K) + Y_K')]
-  s, d = run.model.sampling, run.config.ddls
-  chain = (f'K={s.steps}, eps_y={s.step_size:g}, eps_z={s.latent_step_size:g}, '
-           f'T={s.temperature:g}, prior sigma={s.prior_sigma}; DDLS K={d.steps}, '
-           f'eps={d.step_size:g}')
-  return [r for r in rows if r[0] in fids], fids, chain
-
-
 def evaluate():
   path = os.path.join(FLAGS.workdir, 'fid.json')
   run_lib.check_output_file(path, FLAGS.overwrite)
@@ -83,8 +56,11 @@ def evaluate():
                                FLAGS.batch_size)
   test = fid.data_activations(data_cfg, data_cfg.test_split, net, FLAGS.workdir,
                               FLAGS.batch_size)
-  joint = run.config.get('experiment', 'synthesis') == 'joint'
-  methods, fids, chain = (joint_rows if joint else synthesis_rows)(run, net, train, num_samples)
+  kind = registry.for_config(run.config)
+  if kind.fid_rows is None:
+    raise ValueError(f'--workdir={FLAGS.workdir}: {kind.name} runs offer no FID rows')
+  methods, fids, chain = registry.load(kind.fid_rows)(run, net, train, num_samples, FLAGS.runs,
+                                                      FLAGS.seed, FLAGS.batch_size)
   data_fid = fid.frechet_distance(train, test)
 
   rows = [(f'{label} ({num_samples})', *fid.mean_std(fids[key])) for key, label in methods]

@@ -7,6 +7,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from tf_hat_ebm import registry  # noqa: E402
 from tpu_utils import use_logical_cpus  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -26,13 +27,7 @@ SMALL = {
     'training.sample_every': 4, 'training.num_grid_samples': 4,
     'perf.precision': 'float32',
 }
-# What differs by config.experiment (only a synthesis run uses its bank).
-SMALL_BY_KIND = {
-    'synthesis': {'training.bank_size': 16},
-    'joint': {'training.num_steps': 2, 'training.sample_every': 2, 'optim.hat_lr': 1e-3},
-    'sngan': {'training.n_dis': 2, 'training.num_steps': 2, 'training.sample_every': 2},
-    'autoencoder': {},
-}
+# Each kind adds its own (registry.Kind.tiny: only a synthesis run uses its bank).
 
 
 def load_config(experiment, *args):
@@ -62,13 +57,13 @@ def _has(config, path):
 
 
 def tiny(experiment='digits_synth', **overrides):
-  """The experiment's config shrunk to seconds (SMALL and its kind's SMALL_BY_KIND), overridden.
+  """The experiment's config shrunk to seconds (SMALL and its kind's `tiny`), overridden.
 
   Override keys are dotted paths, as `**{'training.batch_size': 8}` or `training__batch_size=8`.
   The shrinking sets only the fields the config has; an override may add one.
   """
   config = load_config(experiment)
-  for path, value in {**SMALL, **SMALL_BY_KIND[config.experiment]}.items():
+  for path, value in {**SMALL, **registry.for_config(config).tiny}.items():
     if _has(config, path):
       section, name = _parent(config, path)
       section[name] = value

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
-from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 from tf_hat_ebm import export
 
 from conftest import REPO
@@ -57,7 +57,7 @@ def old_workdir(trained_workdir, tmp_path_factory):
 
 
 def test_old_config_json_gets_defaults_for_fields_added_since(old_workdir, trained_workdir, caplog):
-  defaults = config_lib.defaults('synthesis')
+  defaults = registry.defaults('synthesis')
   with caplog.at_level(logging.WARNING):
     config = checkpoints.load_config(old_workdir)
   current = checkpoints.load_config(trained_workdir)

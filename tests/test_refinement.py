@@ -98,7 +98,7 @@ def test_divergence_rollback_serves_the_joint_task_too(saved_decoder, tmp_path):
   task = joint.JointTask(absurd, strategy)
   trainer = Trainer(task, absurd, str(tmp_path), strategy, verbose=False)
   metrics = trainer.train()
-  assert trainer._rollbacks == 1  # pylint: disable=protected-access
+  assert trainer.guard.rollbacks == 1
   assert int(trainer.step.numpy()) == 4 and all(np.isfinite(v) for v in metrics.values())
   np.testing.assert_allclose(float(task.lr_scale.numpy()), 1e-34, rtol=1e-4)
 

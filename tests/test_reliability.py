@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
 from tf_hat_ebm import export
-from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 from tf_hat_ebm import generators
 from tf_hat_ebm import run_lib
 from tpu_utils.strategy import check_batch_split
@@ -76,7 +76,7 @@ CASES = {
     'batch_zero': ('train_synthesis.py', ['--workdir={t}/w', *TINY,
                                           '--config.training.batch_size=0'],
                    ['training.batch_size', '>= 1']),
-    'refinement_of_a_synthesis_run': ('sample_refinement.py', ['--workdir={w}', '--out={t}/c'],
+    'refinement_of_a_synthesis_run': ('compare_baselines.py', ['--workdir={w}', '--out={t}/c'],
                                       ['synthesis run', 'sample.py']),
     'num_samples_zero': ('sample.py', ['--workdir={w}', '--num_samples=0', '--output={t}/s'],
                          ['--num_samples=0']),
@@ -346,7 +346,7 @@ NOT_A_FUNCTION = 3
     ('factory_returns_none', 'returned NoneType, not a callable model'),
     ('NOT_A_FUNCTION', 'is a int, not a function')])
 def test_generator_factory_failures_name_the_factory(name, message):
-  config = config_lib.defaults('joint')
+  config = registry.defaults('joint')
   config.generator.source, config.generator.path = 'factory', f'test_reliability:{name}'
   config.generator.latent_shape = (4,)
   with pytest.raises(ValueError, match=f"generator factory 'test_reliability:{name}' {message}"):

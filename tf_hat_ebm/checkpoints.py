@@ -42,9 +42,12 @@ def load_config(workdir):
   if not isinstance(config, dict):
     raise ValueError(f'{path} holds a JSON {type(config).__name__}, not a config object')
   _migrate(config)
-  experiment = registry.EXPERIMENTS.get(config.get('experiment', 'synthesis'))
-  if experiment is not None:  # an unknown kind is reported by whoever builds it
-    defaults = experiment.defaults().to_dict()
+  try:
+    kind = registry.for_config(config)
+  except ValueError:  # an unknown kind is reported by whoever builds it
+    kind = None
+  if kind is not None:
+    defaults = kind.defaults().to_dict()
     for section, fields in IMPLICIT_BEFORE.items():
       defaults[section].update(fields)
     filled = fill_missing(config, defaults)
@@ -141,27 +144,25 @@ def restore(path, items, what='the networks', hint=''):
   try:
     tf.train.Checkpoint(**items).restore(path).expect_partial().assert_existing_objects_matched()
   except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
-    # IndexError: TF's reader of a truncated .data file.
-    detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     raise ValueError(f'cannot restore {what} from {path} (truncated, or a checkpoint of other '
-                     f'networks?): {detail}{hint}') from e
+                     f'networks?): {workdir_lib.first_line(e)}{hint}') from e
 
 
 def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpoint=None):
   """The inference model of workdir's run, restored from `checkpoint` (a step N, i.e. ckpt-N of
   workdir/checkpoints, or a checkpoint path; default: the latest)."""
   config = load_config(workdir)
-  experiment = registry.get(config.get('experiment', 'synthesis'))
-  if experiment.inference is None:
-    raise ValueError(f'workdir {workdir} holds a {experiment.kind!r} run; loadable experiments: '
+  kind = registry.for_config(config)
+  if kind.inference is None:
+    raise ValueError(f'workdir {workdir} holds a {kind.name!r} run; loadable experiments: '
                      f'{", ".join(registry.loadable())}')
   path = resolve_checkpoint(workdir, checkpoint)
   with (strategy or tf.distribute.get_strategy()).scope():
-    model = experiment.inference_model(config)
+    model = kind.inference_model(config)
   step = tf.Variable(0, dtype=tf.int64, trainable=False)
   others = [s for s in list_checkpoints(os.path.join(workdir, 'checkpoints'))
             if not path.endswith(f'ckpt-{s}')]
   restore(path, dict(step=step, **model.checkpoint_items()),
-          f'a {experiment.kind} model built from its config.json',
+          f'a {kind.name} model built from its config.json',
           f'; try --checkpoint={others[-1]}' if others else '')
   return Run(config=config, model=model, step=int(step.numpy()), checkpoint=path, workdir=workdir)

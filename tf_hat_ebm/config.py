@@ -1,6 +1,7 @@
 """The config schema and neutral defaults of each experiment kind; TensorFlow-free.
 
-An experiment config (experiments/configs/*.py) is `defaults(kind)` plus only its differences. The
+An experiment config (experiments/configs/*.py) is `registry.defaults(kind)` plus only its
+differences; registry.py names each kind's defaults function here. The
 defaults of every kind are the paper's CIFAR-10 32x32 run of that kind (appendix tables), so a
 paper config is a handful of lines. A kind's config holds only the fields its task reads:
   synthesis    hat network and generator trained in tandem (Alg. 1): langevin, sampling, bank
@@ -10,7 +11,6 @@ paper config is a handful of lines. A kind's config holds only the fields its ta
 """
 import ml_collections
 
-KINDS = ('synthesis', 'joint', 'sngan', 'autoencoder')
 # Fields that hold None by default need a float type, or overrides could not set them.
 _OPTIONAL_FLOATS = ('max_drift', 'prior_sigma', 'hat_clip_norm', 'gen_clip_norm', 'disc_clip_norm')
 
@@ -245,17 +245,6 @@ def autoencoder_defaults():
   training.recon_factor = 1000.0
   config.optim.ae_lr = 1e-4
   return config
-
-
-_DEFAULTS = {'synthesis': synthesis_defaults, 'joint': joint_defaults, 'sngan': sngan_defaults,
-             'autoencoder': autoencoder_defaults}
-
-
-def defaults(kind):
-  """The neutral defaults of an experiment kind: a fresh, unlocked ConfigDict."""
-  if kind not in _DEFAULTS:
-    raise ValueError(f'unknown experiment kind {kind!r}; known: {", ".join(KINDS)}')
-  return _DEFAULTS[kind]()
 
 
 def digits(config, name, steps, batch_size=32, every=None):

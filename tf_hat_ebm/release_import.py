@@ -16,7 +16,6 @@ import os
 import ml_collections
 import tensorflow as tf
 
-from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import nets
 from tf_hat_ebm import registry
 
@@ -143,14 +142,14 @@ def _joint_generator(config, generator, decoder, encoder, generator_workdir):
     config.model.disc_width = 0  # no discriminator (0 survives the defaults of load_config)
     model = load_release_weights(
         nets.make_generator(config.model, data.image_size, data.channels), generator)
-    gen_config = config_lib.defaults('sngan')
+    gen_config = registry.defaults('sngan')
     gen_config.name = f'{config.name}_generator'
     gen_config.data = ml_collections.ConfigDict(config.data.to_dict())
     gen_config.model = ml_collections.ConfigDict(config.model.to_dict())
     return config, gen_config, dict(generator=model)
   if gcfg.source == 'autoencoder':
     _require(decoder, 'decoder', 'a retrofit config')
-    ae_config = config_lib.defaults('autoencoder')
+    ae_config = registry.defaults('autoencoder')
     ae_config.name = f'{config.name}_autoencoder'
     ae_config.data = ml_collections.ConfigDict(config.data.to_dict())
     for key in ('gen_width', 'out_factor', 'init'):

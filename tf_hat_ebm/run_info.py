@@ -73,7 +73,7 @@ class Run:
     """Prints the precision (for tasks that have one) and appends this run's entry."""
     entry = dict(started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
                  start_step=int(step), **hardware.describe(strategy))
-    if getattr(task, 'precision', None):
+    if task.precision:
       entry.update(precision=task.precision, precision_reason=task.precision_reason)
       self.log(f'precision: {task.precision} ({task.precision_reason})')
     if self.write:

@@ -20,7 +20,7 @@ from tf_hat_ebm import checkpoints
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import nets
 from tf_hat_ebm import registry
-from tf_hat_ebm.trainer import DivergenceError
+from tf_hat_ebm.actions import DivergenceError
 from tf_hat_ebm.trainer import Trainer
 
 USER_ERRORS = (ValueError, DivergenceError, FileNotFoundError, PermissionError,
@@ -31,11 +31,6 @@ EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
 FLOAT32_MAX = float(tf.float32.max)
 CHAIN_SECTIONS = ('langevin', 'sampling', 'ddls')
-
-
-def task_class(config):
-  """The task class of config.experiment (registry.py)."""
-  return registry.for_config(config).task_class()
 
 
 def _check_number(field, value, low, strict=False, integer=False):
@@ -80,10 +75,11 @@ def validate(config):
   check_ranges(config)
 
 
-def train(task_cls, config, workdir, strategy, num_steps=None, verbose=True,
-          allow_config_change=False, resume_from=None):
-  validate(config)
-  task = task_cls(config, strategy)
+def train(config, workdir, strategy, num_steps=None, verbose=True, allow_config_change=False,
+          resume_from=None):
+  """Trains the config's kind of task in workdir: the one entry of every training script."""
+  validate(config)  # before the task builds anything: one line per out-of-range field
+  task = registry.for_config(config).make_task(config, strategy)
   trainer = Trainer(task, config, workdir, strategy, verbose=verbose,
                     allow_config_change=allow_config_change, resume_from=resume_from)
   return trainer, trainer.train(num_steps)

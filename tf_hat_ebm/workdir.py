@@ -13,6 +13,8 @@ import socket
 
 import tensorflow as tf
 
+from tf_hat_ebm import registry
+
 # Resume from the newest checkpoint that restores, skipping damaged newer ones (only on request).
 LATEST_INTACT = 'latest_intact'
 LOCK_NAME = 'train.lock'
@@ -119,6 +121,11 @@ def resume_error(ckpt_dir, reason):
       f'--checkpoint={LATEST_INTACT} from the newest that restores')
 
 
+def first_line(error):
+  """The first line of a restore error (IndexError: TF's reader of a truncated file)."""
+  return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
 def clean_orphans(workdir, ckpt_dirs, log=print):
   """Removes what a kill during a save leaves behind: ckpt-N_temp* and config.json.tmp."""
   removed = []
@@ -144,13 +151,6 @@ def clean_orphans(workdir, ckpt_dirs, log=print):
 
 
 # ---- the config a workdir was made with ---------------------------------------------------------
-# Config fields that decide the shapes in a checkpoint, or what the run means: a workdir made with
-# other values is not resumed (other fields, e.g. num_steps or logging, may change on resume).
-STRUCTURAL_KEYS = ('experiment', 'data.name', 'data.image_size', 'data.channels', 'model',
-                   'training.batch_size', 'training.bank_size', 'training.generator_update',
-                   'langevin.temperature')
-
-
 def _lookup(tree, dotted):
   for key in dotted.split('.'):
     tree = tree.get(key) if isinstance(tree, dict) else None
@@ -178,7 +178,8 @@ def check_config(workdir, config, ckpt_dir, allow_change=False):
                      f'{workdir} were written; resume with '
                      f'--config.training.checkpoint_data_iterator={saved}')
   changed = [f'{k}: {_lookup(previous, k)!r} -> {_lookup(current, k)!r}'
-             for k in STRUCTURAL_KEYS if _lookup(previous, k) != _lookup(current, k)]
+             for k in registry.for_config(config).structural_keys()
+             if _lookup(previous, k) != _lookup(current, k)]
   if changed and not allow_change:
     raise ValueError(f'workdir {workdir} was made by a different config '
                      f'({"; ".join(changed)}); use a new --workdir, or '

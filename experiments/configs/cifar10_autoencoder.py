@@ -2,10 +2,10 @@
 
   python experiments/train_autoencoder.py --config=experiments/configs/cifar10_autoencoder.py
 """
-from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 
 
 def get_config():
-  config = config_lib.defaults('autoencoder')
+  config = registry.defaults('autoencoder')
   config.name = 'cifar10_autoencoder'
   return config
