@@ -17,7 +17,6 @@ import os
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 
-from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
@@ -49,4 +48,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  from tf_hat_ebm import run_lib  # pylint: disable=g-import-not-at-top
+  run_lib.run(main)

@@ -31,9 +31,10 @@ SMALL = {
 
 
 def load_config(experiment, *args):
-  """get_config(*args) of experiments/configs/<experiment>.py, loaded by its file path."""
-  spec = importlib.util.spec_from_file_location(
-      experiment, os.path.join(CONFIGS, experiment + '.py'))
+  """get_config(*args) of experiments/configs/<experiment>.py (or of the file `experiment`, a
+  path ending in .py), loaded by its file path."""
+  path = experiment if experiment.endswith('.py') else os.path.join(CONFIGS, experiment + '.py')
+  spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   return module.get_config(*args)

@@ -36,6 +36,9 @@ class Kind:
   # Runs whose chain starts from a frozen generator's latents: compare.py puts the generator alone
   # (and DDLS) beside the Hat EBM.
   baselines: bool = False
+  # 'module:function(config, step, hat, **networks) -> (config, inference model)': the authors'
+  # release's networks as a run of this kind (release_import.py); None: the release has none.
+  release: Optional[str] = None
   tiny: Mapping[str, object] = dataclasses.field(default_factory=dict)  # tests' extra overrides
 
   def defaults(self):
@@ -75,11 +78,13 @@ KINDS = {k.name: k for k in (
          f'{_SYNTH}:inference_model', 'tf_hat_ebm.export:HatEBMModule',
          flops='tf_hat_ebm.flops:synthesis', fid_rows='tf_hat_ebm.evaluation.rows:synthesis',
          structural=('training.bank_size', 'training.generator_update', 'langevin.temperature'),
+         release='tf_hat_ebm.release_import:synthesis',
          tiny={'training.bank_size': 16}),
     Kind('joint', 'tf_hat_ebm.config:joint_defaults', f'{_JOINT}:JointTask',
          f'{_JOINT}:inference_model', 'tf_hat_ebm.export:JointHatEBMModule',
          flops='tf_hat_ebm.flops:joint', fid_rows='tf_hat_ebm.evaluation.rows:joint',
          structural=('langevin.temperature',), baselines=True,
+         release='tf_hat_ebm.release_import:joint',
          tiny={'training.num_steps': 2, 'training.sample_every': 2, 'optim.hat_lr': 1e-3}),
     Kind('sngan', 'tf_hat_ebm.config:sngan_defaults', 'tf_hat_ebm.tasks.sngan:SNGANTask',
          tiny={'training.n_dis': 2, 'training.num_steps': 2, 'training.sample_every': 2}),

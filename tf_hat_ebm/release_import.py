@@ -175,25 +175,38 @@ def import_release(config, workdir, hat, generator=None, decoder=None, encoder=N
   """
   _require(hat, 'hat', 'every import')
   step = int(config.training.num_steps if step is None else step)
-  _check_new(workdir)
-  if config.experiment == 'joint':
-    generator_workdir = generator_workdir or os.path.join(workdir, 'generator')
-    _check_new(generator_workdir)
-    config, gen_config, gen_items = _joint_generator(config, generator, decoder, encoder,
-                                                     generator_workdir)
-    data = config.data
-    hat_model = load_release_weights(
-        nets.make_hat(config.model, data.image_size, data.channels), hat)
-    _write_workdir(generator_workdir, gen_config, step, gen_items)
-    model = registry.get('joint').inference_model(config)  # loads the generator just written
-    model.hat.set_weights(hat_model.get_weights())
-  elif config.experiment == 'synthesis':
-    _require(generator, 'generator', 'a synthesis config')
-    model = registry.get('synthesis').inference_model(config)
-    load_release_weights(model.hat, hat)
-    load_release_weights(model.generator, generator)
-  else:
+  kind = registry.for_config(config)
+  if kind.release is None:
     raise ValueError(f'config.experiment {config.experiment!r}: the release publishes synthesis, '
                      'refinement and retrofit models only')
+  _check_new(workdir)
+  config, model = registry.load(kind.release)(
+      config, step, hat, generator=generator, decoder=decoder, encoder=encoder,
+      generator_workdir=generator_workdir or os.path.join(workdir, 'generator'))
   _write_workdir(workdir, config, step, model.checkpoint_items())
   return workdir
+
+
+def synthesis(config, step, hat, generator=None, **unused):
+  """(config, inference model) of a synthesis run holding the release's H and G."""
+  del step, unused
+  _require(generator, 'generator', 'a synthesis config')
+  model = registry.for_config(config).inference_model(config)
+  load_release_weights(model.hat, hat)
+  load_release_weights(model.generator, generator)
+  return config, model
+
+
+def joint(config, step, hat, generator=None, decoder=None, encoder=None, generator_workdir=None):
+  """(config, inference model) of a joint run holding the release's H; its generator (refinement)
+  or decoder (retrofit) is written to `generator_workdir` first."""
+  _check_new(generator_workdir)
+  config, gen_config, gen_items = _joint_generator(config, generator, decoder, encoder,
+                                                   generator_workdir)
+  data = config.data
+  hat_model = load_release_weights(
+      nets.make_hat(config.model, data.image_size, data.channels), hat)
+  _write_workdir(generator_workdir, gen_config, step, gen_items)
+  model = registry.for_config(config).inference_model(config)  # loads the generator just written
+  model.hat.set_weights(hat_model.get_weights())
+  return config, model
