@@ -20,7 +20,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # keep the console for progr
 from absl import flags  # noqa: E402
 import numpy as np  # noqa: E402
 
-from tf_hat_ebm import checkpoints  # noqa: E402
+from tf_hat_ebm import runs  # noqa: E402
 from tf_hat_ebm import images as images_lib  # noqa: E402
 from tf_hat_ebm import registry  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
@@ -62,7 +62,7 @@ def main(argv):
     if FLAGS.fid_samples == 1:
       raise ValueError('--fid_samples must be 0 (no FID) or >= 2 (a covariance needs two)')
     run_lib.check_output_dir(out_dir, FLAGS.overwrite, 'out')  # before any work
-    loaded = checkpoints.load_run(workdir, checkpoint=FLAGS.checkpoint)
+    loaded = runs.load_run(workdir, checkpoint=FLAGS.checkpoint)
     config, step = loaded.config, loaded.step
     if not registry.for_config(config).baselines:
       raise ValueError(f'--workdir={workdir} holds a {config.experiment} run, which has no '

@@ -18,7 +18,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 from absl import flags  # noqa: E402
 
-from tf_hat_ebm import checkpoints  # noqa: E402
+from tf_hat_ebm import runs  # noqa: E402
 from tf_hat_ebm import registry  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
 from tf_hat_ebm.evaluation import features  # noqa: E402
@@ -44,7 +44,7 @@ FLAGS = flags.FLAGS
 def evaluate():
   path = os.path.join(FLAGS.workdir, 'fid.json')
   run_lib.check_output_file(path, FLAGS.overwrite)
-  run = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
+  run = runs.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
   data_cfg = run.config.data
   kind = FLAGS.feature_net or ('classifier' if data_cfg.name == 'digits' else 'inception')
   if kind == 'inception':

@@ -13,7 +13,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 from absl import flags  # noqa: E402
 
-from tf_hat_ebm import checkpoints  # noqa: E402
+from tf_hat_ebm import runs  # noqa: E402
 from tf_hat_ebm import export  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
 from tf_hat_ebm.evaluation import ood  # noqa: E402
@@ -31,7 +31,7 @@ FLAGS = flags.FLAGS
 def evaluate():
   path = os.path.join(FLAGS.workdir, 'ood.json')
   run_lib.check_output_file(path, FLAGS.overwrite)
-  run = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
+  run = runs.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
   data_cfg = run.config.data
   if FLAGS.data_dir:
     data_cfg.data_dir = FLAGS.data_dir

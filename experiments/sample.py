@@ -12,7 +12,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 from absl import flags  # noqa: E402
 
-from tf_hat_ebm import checkpoints  # noqa: E402
+from tf_hat_ebm import runs  # noqa: E402
 from tf_hat_ebm import export  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
 from tf_hat_ebm import samples as samples_lib  # noqa: E402
@@ -46,7 +46,7 @@ def sample():
   run_lib.check_output_dir(output, FLAGS.overwrite, 'output')  # before the model is loaded
   if FLAGS.workdir:
     steps = run_lib.int_list(FLAGS.path_steps, 'path_steps')
-    run = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
+    run = runs.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
     model = export.build_module(run, path_steps=steps)
     tensorboard, step, source = os.path.join(FLAGS.workdir, 'tensorboard'), run.step, (
         f'step {run.step} of {FLAGS.workdir}')

@@ -1,5 +1,4 @@
 """Test setup: two logical CPU devices (for MirroredStrategy tests) and tiny configs."""
-import importlib.util
 import os
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
@@ -7,6 +6,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from tf_hat_ebm import config as config_lib  # noqa: E402
 from tf_hat_ebm import registry  # noqa: E402
 from tpu_utils import use_logical_cpus  # noqa: E402
 
@@ -34,10 +34,7 @@ def load_config(experiment, *args):
   """get_config(*args) of experiments/configs/<experiment>.py (or of the file `experiment`, a
   path ending in .py), loaded by its file path."""
   path = experiment if experiment.endswith('.py') else os.path.join(CONFIGS, experiment + '.py')
-  spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module.get_config(*args)
+  return config_lib.load_file(path, *args)
 
 
 def _parent(config, path):

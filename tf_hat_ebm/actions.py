@@ -14,9 +14,9 @@ from typing import Dict
 import numpy as np
 import tensorflow as tf
 
+from tf_hat_ebm import checkpoints as checkpoints_lib
 from tf_hat_ebm import guard as guard_lib
 from tf_hat_ebm import images as images_lib
-from tf_hat_ebm import workdir as workdir_lib
 
 
 class DivergenceError(RuntimeError):
@@ -55,7 +55,7 @@ class Checkpoints:
     self.resume_from = resume_from
     num_workers, index, self.is_chief = worker
     (self.checkpoint, self.manager, self.local_checkpoint, self.local_manager,
-     self.archive) = workdir_lib.checkpoint_managers(
+     self.archive) = checkpoints_lib.checkpoint_managers(
          ckpt_dir, step, task.checkpoint_items(), task.local_checkpoint_items(),
          training.keep_checkpoints, index, self.is_chief, num_workers > 1)
     self.hold_back = lambda: None  # a reason not to save now, or None (the guard sets it)
@@ -72,25 +72,25 @@ class Checkpoints:
     """Resumes from the checkpoint `resume_from` names (default: the latest), or initialises the
     task's state when the workdir has no checkpoint file at all. Never guesses: when checkpoints
     exist but the one asked for does not restore, a ValueError lists them."""
-    steps = workdir_lib.checkpoint_steps(self.ckpt_dir)
+    steps = checkpoints_lib.checkpoint_steps(self.ckpt_dir)
     spec = self.resume_from
-    if spec is not None and str(spec) == workdir_lib.LATEST_INTACT:
+    if spec is not None and str(spec) == checkpoints_lib.LATEST_INTACT:
       return self._restore_latest_intact(steps)
     if spec is not None and str(spec) != '':
-      path = workdir_lib.checkpoint_path(self.ckpt_dir, spec)
+      path = checkpoints_lib.checkpoint_path(self.ckpt_dir, spec)
     elif not steps:
       self.task.initialize()
       return False
     else:
-      path = tf.train.latest_checkpoint(self.ckpt_dir)
-      if path is None:  # tf.train.latest_checkpoint reads the `checkpoint` state file only
-        raise workdir_lib.resume_error(
+      path = checkpoints_lib.state_file_checkpoint(self.ckpt_dir)
+      if path is None:
+        raise checkpoints_lib.resume_error(
             self.ckpt_dir, 'its `checkpoint` state file is missing, unreadable or names a '
             'checkpoint whose files are gone')
     try:
       self.restore(path)
     except ValueError as e:
-      raise workdir_lib.resume_error(self.ckpt_dir, str(e)) from e
+      raise checkpoints_lib.resume_error(self.ckpt_dir, str(e)) from e
     return self._resumed(path)
 
   def _restore_latest_intact(self, steps):
@@ -110,7 +110,7 @@ class Checkpoints:
         self.log(f'Skipped checkpoints that do not restore: {", ".join(skipped)} (left in '
                  'place; later saves at their steps overwrite them).')
       return self._resumed(path)
-    raise workdir_lib.resume_error(self.ckpt_dir, 'none of its checkpoints restores')
+    raise checkpoints_lib.resume_error(self.ckpt_dir, 'none of its checkpoints restores')
 
   def _resumed(self, path):
     self.last_good, self.resumed_at = path, int(self.step.numpy())
@@ -128,7 +128,7 @@ class Checkpoints:
         self.local_checkpoint.restore(local).assert_existing_objects_matched()
     except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
       raise ValueError(f'cannot restore checkpoint {path} (corrupt or truncated?): '
-                       f'{workdir_lib.first_line(e)}; it was left as it is') from e
+                       f'{checkpoints_lib.first_line(e)}; it was left as it is') from e
 
   def save(self, step):
     """Writes a checkpoint of the current state at `step`, on every worker; a non-finite state

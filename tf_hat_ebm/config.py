@@ -9,6 +9,9 @@ paper config is a handful of lines. A kind's config holds only the fields its ta
   sngan        the SN-GAN whose generator a refinement starts from (Mimicry's settings)
   autoencoder  the deterministic autoencoder whose decoder a retrofit starts from
 """
+import importlib.util
+import os
+
 import ml_collections
 
 # Fields that hold None by default need a float type, or overrides could not set them.
@@ -270,3 +273,18 @@ def retrofit(config, path):
   for field in ('z_dim', 'disc_width', 'gen_batch_stats'):  # an SN-GAN's: the decoder has none
     del config.model[field]
   return config
+
+
+def load_file(path, *args):
+  """get_config(*args) of the config file at `path` (config files load by path, as --config)."""
+  spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-len('.py')], path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.get_config(*args)
+
+
+def sibling(config_file, name, *args):
+  """get_config(*args) of the config file `name`.py beside `config_file` (a config's __file__):
+  a config that builds on another."""
+  return load_file(os.path.join(os.path.dirname(os.path.abspath(config_file)), f'{name}.py'),
+                   *args)

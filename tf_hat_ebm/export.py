@@ -21,7 +21,6 @@ import numpy as np
 import tensorflow as tf
 
 from tf_hat_ebm import langevin
-from tf_hat_ebm import registry
 
 # Input dtypes that get a traced "wrong dtype" function, so that they fail with our message rather
 # than with the SavedModel's "could not find matching concrete function".
@@ -263,8 +262,8 @@ class JointHatEBMModule(HatEBMModule):
 
 
 def build_module(run, path_steps=None):
-  """The exportable module of a restored `checkpoints.Run` (its experiment's, registry.py)."""
-  return registry.for_config(run.config).export_module(run.model, run.config, path_steps)
+  """The exportable module of a restored `runs.Run` (its kind's, registry.py)."""
+  return run.kind.export_module(run.model, run.config, path_steps)
 
 
 def save(module, output_dir):

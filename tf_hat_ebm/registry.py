@@ -36,8 +36,8 @@ class Kind:
   # Runs whose chain starts from a frozen generator's latents: compare.py puts the generator alone
   # (and DDLS) beside the Hat EBM.
   baselines: bool = False
-  # 'module:function(config, step, hat, **networks) -> (config, inference model)': the authors'
-  # release's networks as a run of this kind (release_import.py); None: the release has none.
+  # The authors' release's model type a run of this kind holds, 'conditional' or 'joint'
+  # (release_import.py), or None: the release has none.
   release: Optional[str] = None
   tiny: Mapping[str, object] = dataclasses.field(default_factory=dict)  # tests' extra overrides
 
@@ -71,6 +71,15 @@ class Kind:
   def structural_keys(self):
     return STRUCTURAL + tuple(self.structural)
 
+  @staticmethod
+  def defaults_of(name):
+    """The defaults of any kind called `name`, or None for an unknown one (reported by whoever
+    builds it): what an older config.json is completed with (workdir.load_config)."""
+    try:
+      return get(name).defaults()
+    except ValueError:
+      return None
+
 
 _SYNTH, _JOINT = 'tf_hat_ebm.tasks.synthesis', 'tf_hat_ebm.tasks.joint'
 KINDS = {k.name: k for k in (
@@ -78,13 +87,13 @@ KINDS = {k.name: k for k in (
          f'{_SYNTH}:inference_model', 'tf_hat_ebm.export:HatEBMModule',
          flops='tf_hat_ebm.flops:synthesis', fid_rows='tf_hat_ebm.evaluation.rows:synthesis',
          structural=('training.bank_size', 'training.generator_update', 'langevin.temperature'),
-         release='tf_hat_ebm.release_import:synthesis',
+         release='conditional',
          tiny={'training.bank_size': 16}),
     Kind('joint', 'tf_hat_ebm.config:joint_defaults', f'{_JOINT}:JointTask',
          f'{_JOINT}:inference_model', 'tf_hat_ebm.export:JointHatEBMModule',
          flops='tf_hat_ebm.flops:joint', fid_rows='tf_hat_ebm.evaluation.rows:joint',
          structural=('langevin.temperature',), baselines=True,
-         release='tf_hat_ebm.release_import:joint',
+         release='joint',
          tiny={'training.num_steps': 2, 'training.sample_every': 2, 'optim.hat_lr': 1e-3}),
     Kind('sngan', 'tf_hat_ebm.config:sngan_defaults', 'tf_hat_ebm.tasks.sngan:SNGANTask',
          tiny={'training.n_dis': 2, 'training.num_steps': 2, 'training.sample_every': 2}),

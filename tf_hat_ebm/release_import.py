@@ -8,7 +8,7 @@ and shape. Two facts of the release matter: its generators reshape the dense out
 [-1, ngf, 4, 4] before transposing to NHWC (so the dense columns are permuted here), and its batch
 norms keep their initial statistics 0 / 1 with epsilon 1e-3 (as ours).
 
-`import_release` writes a workdir that `checkpoints.load_run` (and so sample.py, evaluate_fid.py,
+`import_release` writes a workdir that `runs.load_run` (and so sample.py, evaluate_fid.py,
 evaluate_ood.py, export.py) restores: config.json plus a checkpoint of the run's inference model.
 """
 import os
@@ -180,14 +180,14 @@ def import_release(config, workdir, hat, generator=None, decoder=None, encoder=N
     raise ValueError(f'config.experiment {config.experiment!r}: the release publishes synthesis, '
                      'refinement and retrofit models only')
   _check_new(workdir)
-  config, model = registry.load(kind.release)(
+  config, model = dict(conditional=_conditional, joint=_joint)[kind.release](
       config, step, hat, generator=generator, decoder=decoder, encoder=encoder,
       generator_workdir=generator_workdir or os.path.join(workdir, 'generator'))
   _write_workdir(workdir, config, step, model.checkpoint_items())
   return workdir
 
 
-def synthesis(config, step, hat, generator=None, **unused):
+def _conditional(config, step, hat, generator=None, **unused):
   """(config, inference model) of a synthesis run holding the release's H and G."""
   del step, unused
   _require(generator, 'generator', 'a synthesis config')
@@ -197,7 +197,7 @@ def synthesis(config, step, hat, generator=None, **unused):
   return config, model
 
 
-def joint(config, step, hat, generator=None, decoder=None, encoder=None, generator_workdir=None):
+def _joint(config, step, hat, generator=None, decoder=None, encoder=None, generator_workdir=None):
   """(config, inference model) of a joint run holding the release's H; its generator (refinement)
   or decoder (retrofit) is written to `generator_workdir` first."""
   _check_new(generator_workdir)

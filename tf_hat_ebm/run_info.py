@@ -17,6 +17,7 @@ import time
 
 import tensorflow as tf
 
+from tf_hat_ebm import workdir as workdir_lib
 from tpu_utils import hardware
 
 try:
@@ -122,6 +123,4 @@ class Run:
     return list(runs)
 
   def _write(self, runs):
-    with tf.io.gfile.GFile(self.path + '.tmp', 'w') as f:
-      f.write(json.dumps({'runs': runs}, indent=2))
-    tf.io.gfile.rename(self.path + '.tmp', self.path, overwrite=True)
+    workdir_lib.write_atomic(self.path, json.dumps({'runs': runs}, indent=2))

@@ -20,6 +20,7 @@ from tf_hat_ebm import checkpoints
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import nets
 from tf_hat_ebm import registry
+from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.actions import DivergenceError
 from tf_hat_ebm.trainer import Trainer
 
@@ -146,10 +147,7 @@ def write_json(path, result):
     text = json.dumps(result, indent=2, allow_nan=False)
   except ValueError as e:  # a NaN or Inf result is an error, never a file
     raise ValueError(f'{path} not written: the result holds NaN or Inf ({result})') from e
-  tmp = f'{path}.tmp'
-  with tf.io.gfile.GFile(tmp, 'w') as f:
-    f.write(text)
-  tf.io.gfile.rename(tmp, path, overwrite=True)
+  workdir_lib.write_atomic(path, text)
 
 
 def interrupted_training(workdir):

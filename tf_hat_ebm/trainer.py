@@ -15,6 +15,7 @@ import tensorflow as tf
 from tf_hat_ebm import actions as actions_lib
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import guard as guard_lib
+from tf_hat_ebm import registry
 from tf_hat_ebm import run_info
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.actions import DivergenceError
@@ -82,7 +83,7 @@ class Trainer:
     end = int(num_steps or t.num_steps)
     check_training_config(t, end)
     workdir_lib.check_config(self.workdir, self.config, self.ckpt_dir,
-                             self.allow_config_change)
+                             registry.for_config(self.config), self.allow_config_change)
     lock = (workdir_lib.WorkdirLock(self.workdir, log=self._log) if self.is_chief
             else contextlib.nullcontext())
     with lock:
