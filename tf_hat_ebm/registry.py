@@ -84,7 +84,7 @@ class Kind:
 _SYNTH, _JOINT = 'tf_hat_ebm.tasks.synthesis', 'tf_hat_ebm.tasks.joint'
 KINDS = {k.name: k for k in (
     Kind('synthesis', 'tf_hat_ebm.config:synthesis_defaults', f'{_SYNTH}:SynthesisTask',
-         f'{_SYNTH}:inference_model', 'tf_hat_ebm.export:HatEBMModule',
+         f'{_SYNTH}:inference_model', 'tf_hat_ebm.export:ConditionalHatEBMModule',
          flops='tf_hat_ebm.flops:synthesis', fid_rows='tf_hat_ebm.evaluation.rows:synthesis',
          structural=('training.bank_size', 'training.generator_update', 'langevin.temperature'),
          release='conditional',

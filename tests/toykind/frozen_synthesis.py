@@ -36,5 +36,5 @@ KIND = registry.Kind(
     'toykind.frozen_synthesis', 'toykind.frozen_synthesis_config:get_config',
     'toykind.frozen_synthesis:FrozenGeneratorSynthesisTask',
     inference='tf_hat_ebm.tasks.synthesis:inference_model',
-    export='tf_hat_ebm.export:HatEBMModule', flops='toykind.frozen_synthesis:step_flops',
+    export='tf_hat_ebm.export:ConditionalHatEBMModule', flops='toykind.frozen_synthesis:step_flops',
     fid_rows='tf_hat_ebm.evaluation.rows:synthesis', structural=('langevin.temperature',))
