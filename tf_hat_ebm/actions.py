@@ -120,15 +120,15 @@ class Checkpoints:
   def restore(self, path):
     """Restores the whole state from `path`; a one-line ValueError if it does not restore."""
     try:
-      self.checkpoint.restore(path).assert_existing_objects_matched()
+      checkpoints_lib.restore_checkpoint(self.checkpoint, path)
       if self.local_checkpoint is not None:
         local = os.path.join(self.local_manager.directory, os.path.basename(path))
         if not tf.io.gfile.exists(local + '.index'):
           raise ValueError(f'replica-local state {local} of this worker is missing')
-        self.local_checkpoint.restore(local).assert_existing_objects_matched()
-    except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
-      raise ValueError(f'cannot restore checkpoint {path} (corrupt or truncated?): '
-                       f'{checkpoints_lib.first_line(e)}; it was left as it is') from e
+        checkpoints_lib.restore_checkpoint(self.local_checkpoint, local)
+    except ValueError as e:
+      raise ValueError(f'cannot restore checkpoint {path} (corrupt or truncated?): {e}; it was '
+                       'left as it is') from e
 
   def save(self, step):
     """Writes a checkpoint of the current state at `step`, on every worker; a non-finite state

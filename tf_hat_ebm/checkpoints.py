@@ -40,9 +40,16 @@ def resume_error(ckpt_dir, reason):
       f'--checkpoint={LATEST_INTACT} from the newest that restores')
 
 
-def first_line(error):
-  """The first line of a restore error (IndexError: TF's reader of a truncated file)."""
-  return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+def restore_checkpoint(checkpoint, path, partial=False):
+  """checkpoint.restore(path), every object of `checkpoint` matched (and with `partial`, saved
+  objects it lacks skipped); a failure is a ValueError holding the first line of TF's error."""
+  try:
+    status = checkpoint.restore(path)
+    (status.expect_partial() if partial else status).assert_existing_objects_matched()
+  except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
+    # IndexError: what TF's reader raises on a truncated file ("Read less bytes than requested").
+    detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    raise ValueError(detail) from e
 
 
 def list_checkpoints(ckpt_dir):
@@ -101,10 +108,10 @@ def restore(path, items, what='the networks', hint=''):
   restore of saved state outside the trainer. Other saved objects (optimizers, bank) are skipped;
   an item the checkpoint lacks, or of another shape, is a one-line ValueError."""
   try:
-    tf.train.Checkpoint(**items).restore(path).expect_partial().assert_existing_objects_matched()
-  except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
+    restore_checkpoint(tf.train.Checkpoint(**items), path, partial=True)
+  except ValueError as e:
     raise ValueError(f'cannot restore {what} from {path} (truncated, or a checkpoint of other '
-                     f'networks?): {first_line(e)}{hint}') from e
+                     f'networks?): {e}{hint}') from e
 
 
 # ---- checkpoint managers -------------------------------------------------------------------------
