@@ -14,6 +14,7 @@ import ml_collections
 import tensorflow as tf
 
 from tf_hat_ebm import registry
+from tf_hat_ebm import validation
 from tf_hat_ebm import workdir as workdir_lib
 
 
@@ -32,8 +33,13 @@ def load_config(workdir):
   path = os.path.join(workdir, 'config.json')
   if not tf.io.gfile.exists(path):
     raise ValueError(f'no config.json in workdir {workdir}: is it the --workdir of a training run?')
-  with tf.io.gfile.GFile(path) as f:
-    text = f.read()
+  if tf.io.gfile.isdir(path):
+    raise ValueError(f'{path} is a directory, not the config file of a training run')
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      text = f.read()
+  except (tf.errors.OpError, UnicodeDecodeError) as e:
+    raise ValueError(f'cannot read {path}: {getattr(e, "message", e)}') from e
   try:
     config = json.loads(text)
   except ValueError as e:
@@ -51,7 +57,8 @@ def load_config(workdir):
     if filled:
       logging.warning('%s was written by an older version: defaults filled in for %s', path,
                       ', '.join(filled))
-  return ml_collections.ConfigDict(config)
+  # Read back, the config is checked as at training start: an edited field never runs unchecked.
+  return validation.validate(ml_collections.ConfigDict(config), source=path)
 
 
 # Fields whose default changed when they were added: a config.json written before they existed

@@ -12,11 +12,11 @@ import ml_collections
 
 KINDS = ('synthesis', 'joint', 'sngan', 'autoencoder')
 # Fields that hold None by default need a float type, or overrides could not set them.
-_OPTIONAL_FLOATS = ('max_drift', 'prior_sigma', 'hat_clip_norm', 'gen_clip_norm', 'disc_clip_norm')
+OPTIONAL_FLOATS = ('max_drift', 'prior_sigma', 'hat_clip_norm', 'gen_clip_norm', 'disc_clip_norm')
 
 
 def _optional(cfg):
-  for key in _OPTIONAL_FLOATS:
+  for key in OPTIONAL_FLOATS:
     if key in cfg and cfg[key] is None:
       cfg[key] = ml_collections.FieldReference(None, field_type=float)
   return cfg

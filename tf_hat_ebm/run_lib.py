@@ -7,7 +7,6 @@ non-zero exit code (1; 130 for Ctrl-C). Programming errors keep their traceback.
 import errno
 import fnmatch
 import json
-import math
 import os
 import sys
 
@@ -17,9 +16,8 @@ from absl import logging
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
-from tf_hat_ebm import data as data_lib
-from tf_hat_ebm import nets
 from tf_hat_ebm import registry
+from tf_hat_ebm import validation
 from tf_hat_ebm.trainer import DivergenceError
 from tf_hat_ebm.trainer import Trainer
 
@@ -29,8 +27,6 @@ USER_ERRORS = (ValueError, DivergenceError, FileNotFoundError, PermissionError,
 RESOURCE_ERRORS = (tf.errors.ResourceExhaustedError, OSError)
 EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
-FLOAT32_MAX = float(tf.float32.max)
-CHAIN_SECTIONS = ('langevin', 'sampling', 'ddls')
 
 
 def task_class(config):
@@ -38,46 +34,9 @@ def task_class(config):
   return registry.for_config(config).task_class()
 
 
-def _check_number(field, value, low, strict=False, integer=False):
-  """Raises a ValueError naming the config field unless low <(=) value <= float32 max."""
-  ok = (isinstance(value, int) if integer else isinstance(value, (int, float)))
-  ok = ok and not isinstance(value, bool) and math.isfinite(value)
-  ok = ok and (value > low if strict else value >= low) and value <= FLOAT32_MAX
-  if not ok:
-    kind = 'an integer' if integer else 'a finite number'
-    raise ValueError(f'config field {field} must be {kind} {">" if strict else ">="} {low:g}'
-                     f'{"" if integer else f" and <= {FLOAT32_MAX:.3g}"}; got {value!r}')
-
-
-def check_ranges(config):
-  """Range checks of the numbers a run reads: chains, batch, steps, learning rates."""
-  for section in CHAIN_SECTIONS:
-    cfg = config.get(section)
-    if cfg is None:
-      continue
-    # The training chain needs at least one step (K = 0 would train on the initial state);
-    # sampling with K = 0 returns G(Z) + Y0 and stays allowed.
-    _check_number(f'{section}.steps', cfg.get('steps'), 1 if section == 'langevin' else 0,
-                  integer=True)
-    for name in ('step_size', 'latent_step_size', 'temperature'):
-      if name in cfg:
-        _check_number(f'{section}.{name}', cfg[name], 0, strict=True)
-  training = config.get('training')
-  if training is not None:
-    _check_number('training.batch_size', training.get('batch_size'), 1, integer=True)
-    if 'num_steps' in training:
-      _check_number('training.num_steps', training.num_steps, 0, integer=True)
-  for name, value in (config.get('optim') or {}).items():
-    if name.endswith('_lr'):
-      _check_number(f'optim.{name}', value, 0)
-
-
 def validate(config):
-  data_lib.check_dataset(config.data.name)
-  nets.check_image_size(config.data.image_size)
-  if config.data.name == 'digits' and config.data.channels != 1:
-    raise ValueError('digits has 1 channel; set --config.data.channels=1')
-  check_ranges(config)
+  """The checks of every config field (validation.py), before anything is built."""
+  return validation.validate(config)
 
 
 def train(task_cls, config, workdir, strategy, num_steps=None, verbose=True,
