@@ -71,7 +71,7 @@ def joint_rows(run, net, train, num_samples):
 def evaluate():
   path = os.path.join(FLAGS.workdir, 'fid.json')
   run_lib.check_output_file(path, FLAGS.overwrite)
-  run = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
+  run = checkpoints.load_run(FLAGS.workdir, **run_lib.load_run_flags())
   data_cfg = run.config.data
   kind = FLAGS.feature_net or ('classifier' if data_cfg.name == 'digits' else 'inception')
   if kind == 'inception':

@@ -31,7 +31,7 @@ FLAGS = flags.FLAGS
 def evaluate():
   path = os.path.join(FLAGS.workdir, 'ood.json')
   run_lib.check_output_file(path, FLAGS.overwrite)
-  run = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
+  run = checkpoints.load_run(FLAGS.workdir, **run_lib.load_run_flags())
   data_cfg = run.config.data
   if FLAGS.data_dir:
     data_cfg.data_dir = FLAGS.data_dir

@@ -35,7 +35,7 @@ def main(argv):
     steps = run_lib.int_list(FLAGS.path_steps, 'path_steps')
     output = FLAGS.output or os.path.join(FLAGS.workdir, 'saved_model')
     run_lib.check_output_dir(output, FLAGS.overwrite, 'output')  # before any work
-    loaded = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
+    loaded = checkpoints.load_run(FLAGS.workdir, **run_lib.load_run_flags())
     module = export.build_module(loaded, path_steps=steps)
     # Written beside the target first: a failed export (disk full, ...) leaves the old one intact.
     staging = os.path.normpath(output) + '.export-tmp'

@@ -46,7 +46,7 @@ def sample():
   run_lib.check_output_dir(output, FLAGS.overwrite, 'output')  # before the model is loaded
   if FLAGS.workdir:
     steps = run_lib.int_list(FLAGS.path_steps, 'path_steps')
-    run = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
+    run = checkpoints.load_run(FLAGS.workdir, **run_lib.load_run_flags())
     model = export.build_module(run, path_steps=steps)
     tensorboard, step, source = os.path.join(FLAGS.workdir, 'tensorboard'), run.step, (
         f'step {run.step} of {FLAGS.workdir}')

@@ -60,7 +60,7 @@ def main(argv):
     if FLAGS.fid_samples == 1:
       raise ValueError('--fid_samples must be 0 (no FID) or >= 2 (a covariance needs two)')
     run_lib.check_output_dir(out_dir, FLAGS.overwrite, 'out')  # before any work
-    loaded = checkpoints.load_run(workdir, checkpoint=FLAGS.checkpoint)
+    loaded = checkpoints.load_run(workdir, **run_lib.load_run_flags())
     config, step = loaded.config, loaded.step
     if config.experiment != 'joint':
       raise ValueError(f'--workdir={workdir} holds a {config.experiment} run; this script '

@@ -351,3 +351,65 @@ def test_generator_factory_failures_name_the_factory(name, message):
   config.generator.latent_shape = (4,)
   with pytest.raises(ValueError, match=f"generator factory 'test_reliability:{name}' {message}"):
     generators.load(config)
+
+
+# ---- a joint run pins its frozen generator --------------------------------------------------------
+@pytest.fixture(scope='module')
+def pinned_refinement(tmp_path_factory):
+  """A tiny SN-GAN (ckpt-2), a refinement over it, then the SN-GAN trained on to ckpt-4."""
+  from tf_hat_ebm.tasks import sngan  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
+  root = tmp_path_factory.mktemp('pinned')
+  gan, refine = str(root / 'gan'), str(root / 'refine')
+  strategy = tf.distribute.get_strategy()
+  gan_config = tiny('digits_sngan', **{'training.keep_checkpoints': 5})
+  Trainer(sngan.SNGANTask(gan_config, strategy), gan_config, gan, strategy,
+          verbose=False).train(2)
+  cwd = os.getcwd()
+  os.chdir(root)  # a relative generator.path: recorded absolute
+  try:
+    config = tiny('digits_refine', **{'generator.path': 'gan', 'model.disc_width': 8})
+    run_lib.train(run_lib.task_class(config), config, refine, strategy, num_steps=2,
+                  verbose=False)
+  finally:
+    os.chdir(cwd)
+  Trainer(sngan.SNGANTask(gan_config, strategy), gan_config, gan, strategy,
+          verbose=False).train(4)
+  return gan, refine, gan_config
+
+
+def test_joint_run_records_its_generator_and_loads_exactly_that(pinned_refinement):
+  gan, refine, gan_config = pinned_refinement
+  saved = checkpoints.load_config(refine).generator
+  assert saved.path == gan and saved.checkpoint == 2 and len(saved.fingerprint) == 16
+  assert checkpoints.list_checkpoints(os.path.join(gan, 'checkpoints'))[-1] == 4
+  run = checkpoints.load_run(refine)  # the SN-GAN's latest is ckpt-4: ckpt-2 is loaded
+  pinned, _ = generators.load_sngan(gan, gan_config, checkpoint=2)
+  z = tf.random.normal([2, 4])
+  np.testing.assert_array_equal(run.model.generator(z).numpy(), pinned(z).numpy())
+
+
+def test_resume_over_another_generator_checkpoint_names_both(pinned_refinement):
+  _, refine, _ = pinned_refinement
+  config = tiny('digits_refine', **{'generator.path': pinned_refinement[0],
+                                    'model.disc_width': 8, 'generator.checkpoint': 4})
+  with pytest.raises(ValueError, match=r'made with the generator sngan .*gan ckpt-2; this config '
+                     r'asks for sngan .*gan ckpt-4'):
+    run_lib.train(run_lib.task_class(config), config, refine, tf.distribute.get_strategy(),
+                  num_steps=4, verbose=False)
+
+
+def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tmp_path):
+  _, refine, _ = pinned_refinement
+  copy = str(tmp_path / 'refine')
+  shutil.copytree(refine, copy)
+  path = os.path.join(copy, 'config.json')
+  with open(path) as f:
+    config = json.load(f)
+  config['generator']['fingerprint'] = '0123456789abcdef'
+  with open(path, 'w') as f:
+    json.dump(config, f)
+  with pytest.raises(ValueError, match='weights [0-9a-f]{16}, but this run was made with weights '
+                     '0123456789abcdef'):
+    checkpoints.load_run(copy)
+  assert checkpoints.load_run(copy, allow_other_generator=True).step == 2

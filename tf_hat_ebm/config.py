@@ -183,6 +183,10 @@ def joint_defaults():
   gen.path = ''
   gen.latent_shape = ()               # savedmodel / factory only: e.g. (128,) or (16, 16, 1)
   gen.output_range = (-1.0, 1.0)      # savedmodel / factory only: mapped linearly to [-1, 1]
+  # The pin, recorded at a run's first start (generators.load): the step of the sngan /
+  # autoencoder checkpoint (None: the latest, then recorded) and a hash of G's weights.
+  gen.checkpoint = ml_collections.FieldReference(None, field_type=int)
+  gen.fingerprint = ''
   # The release's prior sigma 0.25 acts only in its sampling chain (the paper's table: both).
   config.langevin = joint_chain_config(steps=250, step_size=1e-4, latent_step_size=5e-3,
                                        temperature=1e-3, max_drift=2.5)

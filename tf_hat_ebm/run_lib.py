@@ -16,6 +16,7 @@ from absl import logging
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
+from tf_hat_ebm import generators
 from tf_hat_ebm import registry
 from tf_hat_ebm import validation
 from tf_hat_ebm.trainer import DivergenceError
@@ -42,6 +43,7 @@ def validate(config):
 def train(task_cls, config, workdir, strategy, num_steps=None, verbose=True,
           allow_config_change=False, resume_from=None):
   validate(config)
+  generators.adopt_pin(config, workdir, allow_config_change)
   task = task_cls(config, strategy)
   trainer = Trainer(task, config, workdir, strategy, verbose=verbose,
                     allow_config_change=allow_config_change, resume_from=resume_from)
@@ -52,8 +54,19 @@ def define_checkpoint_and_overwrite_flags():
   """--checkpoint and --overwrite, shared by the scripts that read a run and write outputs."""
   flags.DEFINE_string('checkpoint', None, 'Checkpoint to load: a step N (ckpt-N in '
                       '<workdir>/checkpoints) or a checkpoint path; default: the latest.')
+  flags.DEFINE_bool('trust_workdir_code', False, 'Import and call the generator factory a joint '
+                    "run's config.json names (a workdir is data: off by default).")
+  flags.DEFINE_bool('allow_other_generator', False, 'Load a joint run over a generator whose '
+                    'weights differ from those it was trained on (its pinned fingerprint).')
   flags.DEFINE_bool('overwrite', False, 'Replace this script\'s earlier output at the output '
                     'path (other files there are kept); without it a non-empty target is an error.')
+
+
+def load_run_flags():
+  """load_run's keyword arguments from the flags define_checkpoint_and_overwrite_flags defines."""
+  f = flags.FLAGS
+  return dict(checkpoint=f.checkpoint, trust_code=f.trust_workdir_code,
+              allow_other_generator=f.allow_other_generator)
 
 
 def int_list(values, flag):
