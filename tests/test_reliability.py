@@ -353,7 +353,7 @@ def test_generator_factory_failures_name_the_factory(name, message):
     generators.load(config)
 
 
-# ---- a joint run pins its frozen generator --------------------------------------------------------
+# ---- a joint run pins its frozen generator ---------------------------------------------------
 @pytest.fixture(scope='module')
 def pinned_refinement(tmp_path_factory):
   """A tiny SN-GAN (ckpt-2), a refinement over it, then the SN-GAN trained on to ckpt-4."""
@@ -393,8 +393,8 @@ def test_resume_over_another_generator_checkpoint_names_both(pinned_refinement):
   _, refine, _ = pinned_refinement
   config = tiny('digits_refine', **{'generator.path': pinned_refinement[0],
                                     'model.disc_width': 8, 'generator.checkpoint': 4})
-  with pytest.raises(ValueError, match=r'made with the generator sngan .*gan ckpt-2; this config '
-                     r'asks for sngan .*gan ckpt-4'):
+  with pytest.raises(ValueError, match=r'made with the generator sngan .*gan ckpt-2; this '
+                     r'config asks for sngan .*gan ckpt-4'):
     run_lib.train(run_lib.task_class(config), config, refine, tf.distribute.get_strategy(),
                   num_steps=4, verbose=False)
 

@@ -111,7 +111,8 @@ class Trainer:
         self._log(f'Skipped checkpoints that do not restore: {", ".join(skipped)} (left in '
                   'place; later saves at their steps overwrite them).')
       return self._resumed(path)
-    raise workdir_lib.resume_error(self.ckpt_dir, 'none of its checkpoints restores')
+    raise workdir_lib.resume_error(self.ckpt_dir, 'none of its checkpoints restores',
+                                   none_restores=True)
 
   def _resumed(self, path):
     self.last_good, self.resumed_at = path, int(self.step.numpy())

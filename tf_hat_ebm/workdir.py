@@ -10,6 +10,7 @@ import json
 import os
 import re
 import socket
+import time
 
 import tensorflow as tf
 
@@ -33,9 +34,9 @@ class WorkdirLock:
   Only local workdirs are locked: an object store has no atomic create-if-absent.
   """
 
-  def __init__(self, workdir, log=print):
-    self.path = os.path.join(workdir, LOCK_NAME)
-    self.log, self.held = log, False
+  def __init__(self, workdir, log=print, name=LOCK_NAME, what='another training run'):
+    self.path = os.path.join(workdir, name)
+    self.log, self.held, self.what = log, False, what
 
   def __enter__(self):
     if '://' in self.path:
@@ -46,16 +47,26 @@ class WorkdirLock:
       try:
         fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
       except FileExistsError:
+        if os.path.isdir(self.path):
+          raise WorkdirLockedError(f'{self.path} is a directory, not a lock file: remove it '
+                                   'and rerun') from None
         owner = _read_lock(self.path)
-        if owner.get('host') == socket.gethostname() and not _pid_alive(owner.get('pid')):
-          self.log(f'Taking over the stale lock {self.path} of pid {owner.get("pid")} '
-                   f'(no longer running).')
+        if not owner:  # being written this instant, or half-written by a killed run
+          time.sleep(0.5)
+          owner = _read_lock(self.path)
+        if not owner or (owner.get('host') == socket.gethostname()
+                         and not _pid_alive(owner.get('pid'))):
+          state = f'pid {owner.get("pid")} no longer running' if owner else 'garbled'
+          self.log(f'Taking over the stale lock {self.path} ({state}).')
           os.remove(self.path)
           continue
         raise WorkdirLockedError(
-            f'workdir is in use by another training run: {self.path} holds pid '
+            f'{os.path.dirname(self.path)} is in use by {self.what}: {self.path} holds pid '
             f'{owner.get("pid")} on host {owner.get("host")}; wait for it, or delete the lock '
             'file if that run is gone') from None
+      except PermissionError as e:
+        raise PermissionError(f'cannot take the lock {self.path}: {e.strerror} (a read-only '
+                              'directory?)') from None
       with os.fdopen(fd, 'w') as f:
         f.write(mine)
       self.held = True
@@ -109,14 +120,18 @@ def checkpoint_path(ckpt_dir, spec):
   return spec[:-len('.index')] if spec.endswith('.index') else spec
 
 
-def resume_error(ckpt_dir, reason):
-  """The one-line refusal of a resume that would have to guess."""
+def resume_error(ckpt_dir, reason, none_restores=False):
+  """The one-line refusal of a resume that would have to guess (`none_restores`: every
+  checkpoint was tried and failed, so no --checkpoint can help)."""
   steps = checkpoint_steps(ckpt_dir)
   found = ', '.join(f'ckpt-{s}' for s in steps) or 'none'
+  advice = (f'restore the checkpoints from a copy, or move {ckpt_dir} away to start the run over'
+            if none_restores else
+            f'resume from one of them with --checkpoint=STEP, or with '
+            f'--checkpoint={LATEST_INTACT} from the newest that restores')
   return ValueError(
       f'cannot resume from {ckpt_dir}: {reason}; checkpoints found: {found}; nothing was '
-      'deleted; resume from one of them with --checkpoint=STEP, or with '
-      f'--checkpoint={LATEST_INTACT} from the newest that restores')
+      f'deleted; {advice}')
 
 
 def clean_orphans(workdir, ckpt_dirs, log=print):
