@@ -149,9 +149,15 @@ def restore(path, items, what='the networks', hint=''):
     tf.train.Checkpoint(**items).restore(path).expect_partial().assert_existing_objects_matched()
   except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
     # IndexError: TF's reader of a truncated .data file.
-    detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    detail = restore_detail(e)
     raise ValueError(f'cannot restore {what} from {path} (truncated, or a checkpoint of other '
                      f'networks?): {detail}{hint}') from e
+
+
+def restore_detail(error):
+  """The first sentence of a failed restore's error, without TF's listing of variable values."""
+  text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+  return text.split(' Showing ')[0][:300]
 
 
 def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpoint=None,

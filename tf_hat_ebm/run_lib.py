@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 import tempfile
+import traceback
 
 from absl import app
 from absl import flags
@@ -249,6 +250,9 @@ def one_line(error):
 
 
 def fail(message, code=1):
+  # TensorFlow warns about the unrestored values of a failed restore when objects are deleted
+  # (at exit): hundreds of lines after the one that matters.
+  tf.get_logger().setLevel('ERROR')
   print(f'error: {message}', file=sys.stderr, flush=True)
   sys.exit(code)
 
@@ -304,6 +308,12 @@ def _parse_flags(argv):
     fail(one_line(e))
   except SyntaxError as e:  # a --config file that is not Python
     fail(_config_flag_error(e))
+  except Exception as e:  # pylint: disable=broad-except
+    # A --config file is user code: whatever it raises is reported against the file and line.
+    frame = traceback.extract_tb(e.__traceback__)[-1]
+    given = [a.split('=')[0] for a in argv[1:] if a.lstrip('-').startswith('config')]
+    fail(f'{given[0] if given else "--config"}: the config file raised {type(e).__name__}: '
+         f'{one_line(e)} ({frame.filename}, line {frame.lineno})')
   if not flags.FLAGS['verbosity'].present:
     # Libraries' INFO logs (tfds, SavedModel writing) would bury the one-line errors; the
     # scripts print their own progress. --verbosity=0 brings them back.

@@ -16,6 +16,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from tf_hat_ebm import checkpoints
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import guard as guard_lib
 from tf_hat_ebm import images as images_lib
@@ -130,7 +131,7 @@ class Trainer:
         self.local_checkpoint.restore(local).assert_existing_objects_matched()
     except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
       # IndexError: what TF's reader raises on a truncated file ("Read less bytes than requested").
-      detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+      detail = checkpoints.restore_detail(e)
       raise ValueError(f'cannot restore checkpoint {path} (corrupt or truncated?): {detail}; '
                        'it was left as it is') from e
 
