@@ -11,7 +11,7 @@ joint chain X = G(Z_K) + Y_K. Samples come from the config's `sampling` chain an
 against the train split; --runs independent sample sets give mean +- std. Features: Inception
 for CIFAR-10 / CelebA / ImageNet, the digits classifier for the digits.
 The table is also written to <workdir>/fid.json (an existing one only with --overwrite, never with a
-non-finite result).
+non-finite result) and into the workdir's TensorBoard (eval/fid_<method>) at the checkpoint's step.
 """
 import os
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
@@ -21,6 +21,7 @@ from absl import flags  # noqa: E402
 from tf_hat_ebm import checkpoints  # noqa: E402
 from tf_hat_ebm import export  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
+from tf_hat_ebm import summaries  # noqa: E402
 from tf_hat_ebm.evaluation import compare  # noqa: E402
 from tf_hat_ebm.evaluation import features  # noqa: E402
 from tf_hat_ebm.evaluation import fid  # noqa: E402
@@ -103,7 +104,10 @@ def evaluate():
                 reference=f'{data_cfg.name}/{data_cfg.train_split}',
                 **{key: fids[key] for key, _ in methods})
   run_lib.write_json(path, result)
-  print(f'written to {path}')
+  summaries.log_evaluation(
+      FLAGS.workdir, run.step, {**{f'fid_{key}': fid.mean_std(fids[key])[0] for key, _ in methods},
+                                'fid_data_test_vs_train': data_fid}, summaries.EVAL)
+  print(f'written to {path}; TensorBoard: {FLAGS.workdir}/tensorboard (eval/)')
 
 
 def main(argv):

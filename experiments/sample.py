@@ -3,9 +3,10 @@ r"""Samples of a trained Hat EBM as PNG grids and an .npz, and the Langevin-path
   python experiments/sample.py --workdir=workdir/digits_synth --num_samples=100
   python experiments/sample.py --saved_model=exported/digits_synth --output=/tmp/samples
 
-Writes samples_NNN.png (X = G(Z) + Y), generator_NNN.png (G(Z)), residual_x5_NNN.png (Y x5),
-samples.npz (images, generator_images, residuals in [-1, 1]) and langevin_path.png (rows X, G(Z),
-Y x5 per chain, columns = chain steps), the figure also logged to TensorBoard.
+Writes labelled grids samples_NNN.png (X = G(Z) + Y), generator_NNN.png (G(Z)) and residual_NNN.png
+(Y on a symmetric scale printed on it), samples.npz (images, generator_images, residuals in
+[-1, 1]) and langevin_path.png (per chain rows X and Y, G(Z) once where Z is fixed, columns = chain
+steps, the mean energy along the chain below), the figure also logged to TensorBoard.
 """
 import os
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
@@ -26,13 +27,13 @@ flags.DEFINE_integer('num_samples', 100, 'Number of samples.', lower_bound=1)
 flags.DEFINE_integer('seed', 0, 'Seed (batch b uses seed + b): the same seed gives the same files.',
                      lower_bound=0)
 flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1)
-flags.DEFINE_integer('path_chains', 8, 'Chains in the Langevin-path figure.', lower_bound=1)
+flags.DEFINE_integer('path_chains', 4, 'Chains in the Langevin-path figure.', lower_bound=1)
 flags.DEFINE_list('path_steps', None, 'Chain steps shown in the path figure (workdir only; a '
                   'SavedModel has the steps chosen at export). Default: 5 evenly spaced in 0..K.')
 run_lib.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
 # What this script writes into --output (an --overwrite rerun removes exactly these first).
-OWNED = ('samples_*.png', 'generator_*.png', 'residual_x5_*.png', 'samples.npz',
+OWNED = ('samples_*.png', 'generator_*.png', 'residual_*.png', 'samples.npz',
          'langevin_path.png', 'tensorboard')
 
 
@@ -59,12 +60,12 @@ def sample():
   run_lib.prepare_output_dir(output, OWNED, FLAGS.overwrite, 'output')
   written, figure, steps = samples_lib.write_samples(
       model, output, FLAGS.num_samples, FLAGS.seed, FLAGS.batch_size, FLAGS.path_chains,
-      tensorboard, step)
+      tensorboard, step, source)
   print(f'{FLAGS.num_samples} samples of {source} (seed {FLAGS.seed}) written to {output}:')
   for path in written:
     print(f'  {os.path.basename(path)}')
-  print(f'  langevin path: {FLAGS.path_chains} chains x rows {", ".join(samples_lib.PATH_ROWS)} '
-        f'at steps {steps}, {figure.shape[1]}x{figure.shape[0]} px; TensorBoard: {tensorboard}')
+  print(f'  langevin path: {FLAGS.path_chains} chains, rows {", ".join(figure["rows"][:3])} ... '
+        f'at steps {steps}, {figure["size"][0]}x{figure["size"][1]} px; TensorBoard: {tensorboard}')
 
 
 def main(argv):

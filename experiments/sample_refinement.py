@@ -17,10 +17,9 @@ import os
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # keep the console for progress and errors
 
 from absl import flags  # noqa: E402
-import numpy as np  # noqa: E402
 
 from tf_hat_ebm import checkpoints  # noqa: E402
-from tf_hat_ebm import images as images_lib  # noqa: E402
+from tf_hat_ebm import figures  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
 from tf_hat_ebm.evaluation import compare  # noqa: E402
 from tf_hat_ebm.evaluation import features  # noqa: E402
@@ -41,14 +40,23 @@ FLAGS = flags.FLAGS
 OWNED = ('generator.png', 'ddls.png', 'hat_ebm.png', 'side_by_side.png', 'scores.json')
 
 
-def write(samples, out_dir):
-  grids = {name: images_lib.grid(images_lib.to_uint8(x)) for name, x in samples.items()}
-  for name, image in grids.items():
-    images_lib.write_png(os.path.join(out_dir, f'{name}.png'), image)
-  gap = np.full([next(iter(grids.values())).shape[0], 6, grids['generator'].shape[2]], 255,
-                np.uint8)
-  row = [part for image in grids.values() for part in (image, gap)][:-1]
-  images_lib.write_png(os.path.join(out_dir, 'side_by_side.png'), np.concatenate(row, axis=1))
+# Panel labels of the methods, left to right in side_by_side.png.
+LABELS = {'generator': 'generator alone G(Z0)', 'ddls': 'DDLS (Langevin in z)',
+          'hat_ebm': 'Hat EBM X = G(Z_K) + Y_K'}
+
+
+def write(samples, out_dir, what):
+  """One labelled grid per method and the labelled side-by-side figure; their metadata."""
+  written = {}
+  for name, x in samples.items():
+    written[name] = figures.grid_figure([(LABELS.get(name, name), x, 'image')],
+                                        f'{LABELS.get(name, name)}: {what}',
+                                        os.path.join(out_dir, f'{name}.png'))
+  written['side_by_side'] = figures.grid_figure(
+      [(LABELS.get(name, name), x, 'image') for name, x in samples.items()],
+      f'The same latents Z0 through each sampler: {what}',
+      os.path.join(out_dir, 'side_by_side.png'))
+  return written
 
 
 def main(argv):
@@ -68,7 +76,7 @@ def main(argv):
     sampler = compare.make_sampler(loaded)
     samples = compare.sample_all(loaded.model, sampler, FLAGS.num, FLAGS.seed, FLAGS.batch_size)
     run_lib.prepare_output_dir(out_dir, OWNED, FLAGS.overwrite, 'out')
-    write(samples, out_dir)
+    write(samples, out_dir, f'{config.name}, step {step}, seed {FLAGS.seed}')
     print(f'{config.name} at step {step}: wrote {", ".join(samples)} and side_by_side.png '
           f'(left to right) to {out_dir}')
     if config.data.name == 'digits':

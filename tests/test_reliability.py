@@ -124,7 +124,7 @@ def test_sample_refuses_a_used_output_and_overwrite_leaves_no_stale_grid(trained
   result = script('sample.py', *args, '--overwrite', '--checkpoint=2')
   assert result.returncode == 0, result.stderr[-2000:]
   assert sorted(os.listdir(out)) == ['generator_000.png', 'langevin_path.png', 'notes.txt',
-                                     'residual_x5_000.png', 'samples.npz', 'samples_000.png']
+                                     'residual_000.png', 'samples.npz', 'samples_000.png']
   assert (out / 'notes.txt').read_bytes() == b'old'  # not this script's: kept
   assert (out / 'samples_000.png').read_bytes()[:4] == b'\x89PNG'
 

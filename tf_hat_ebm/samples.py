@@ -9,28 +9,22 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tf_hat_ebm import images as images_lib
+from tf_hat_ebm import figures
 
 GRID_SIZE = 100  # images per PNG grid
-PATH_ROWS = ('X = G(Z) + Y', 'G(Z)', 'Y x5')
+# Sample files: (name prefix, `sample` output, panel label, kind).
+PANELS = (('samples', 'images', 'X = G(Z) + Y', 'image'),
+          ('generator', 'generator_images', 'G(Z)', 'image'),
+          ('residual', 'residuals', 'Y', 'residual'))
 
 
-def path_figure(path, num_chains=None, magnify=5.0):
-  """Rows X, G(Z), Y (magnified about 0) for each chain, one column per recorded chain step.
-
-  `path` is `sample_path`'s output: images and residuals [steps, N, h, w, c], generator_images
-  [N, h, w, c]. Returns a uint8 [3 * chains * (h + 1) + 1, steps * (w + 1) + 1, c] image.
-  """
-  x, y = np.asarray(path['images']), np.asarray(path['residuals'])
-  g_z = np.asarray(path['generator_images'])
-  steps, n = x.shape[:2]
-  n = min(n, num_chains or n)
-  rows = []
-  for i in range(n):
-    rows += [images_lib.to_uint8(x[:, i]),
-             images_lib.to_uint8(np.repeat(g_z[i][None], steps, axis=0)),  # fixed along the chain
-             images_lib.to_uint8(y[:, i], magnify=magnify)]
-  return images_lib.grid(np.concatenate(rows), columns=steps)
+def path_figure(model, path, title, out=None, num_chains=4):
+  """The labelled Langevin-path figure (figures.path_figure) of `sample_path`'s output, with
+  the mean energy H(X) of the chains at each recorded step; returns its metadata."""
+  images = np.asarray(path['images'])[:, :num_chains]
+  energies = np.stack([np.asarray(model.energy(tf.constant(x, tf.float32))['energy'])
+                       for x in images])
+  return figures.path_figure(path, title, out, energies=energies, num_chains=num_chains)
 
 
 def draw(model, num_samples, batch_size, seed):
@@ -45,18 +39,17 @@ def draw(model, num_samples, batch_size, seed):
   return {k: np.concatenate(v) for k, v in out.items()}
 
 
-def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_chains=8,
-                  tensorboard_dir=None, step=0):
-  """Writes grids, samples.npz and langevin_path.png (also to TensorBoard). Returns the paths."""
+def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_chains=4,
+                  tensorboard_dir=None, step=0, source=''):
+  """Writes labelled grids, samples.npz and langevin_path.png (also to TensorBoard); `source`
+  names the model in the titles. Returns (paths, the path figure's metadata, its chain steps)."""
   samples = draw(model, num_samples, batch_size, seed)
   written = []
-  panels = (('samples', samples['images'], 1.0), ('generator', samples['generator_images'], 1.0),
-            ('residual_x5', samples['residuals'], 5.0))
-  for name, images, magnify in panels:
+  for name, key, label, kind in PANELS:
     for i, start in enumerate(range(0, num_samples, GRID_SIZE)):
       path = os.path.join(output_dir, f'{name}_{i:03d}.png')
-      images_lib.write_png(path, images_lib.grid(
-          images_lib.to_uint8(images[start:start + GRID_SIZE], magnify=magnify)))
+      figures.grid_figure([(label, samples[key][start:start + GRID_SIZE], kind)],
+                          f'{label}: {source}, seed {seed}', path)
       written.append(path)
   npz = os.path.join(output_dir, 'samples.npz')
   buffer = io.BytesIO()  # np.savez seeks: build in memory, then write (works on GCS too)
@@ -66,16 +59,15 @@ def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_c
   written.append(npz)
 
   path = model.sample_path(num_samples=path_chains, seed=seed)
-  figure = path_figure(path)
   figure_path = os.path.join(output_dir, 'langevin_path.png')
-  images_lib.write_png(figure_path, figure)
+  meta = path_figure(model, path, f'Langevin chains: {source}, seed {seed}', figure_path,
+                     path_chains)
   written.append(figure_path)
-  steps = [int(s) for s in path['steps'].numpy()]
   if tensorboard_dir:
     writer = tf.summary.create_file_writer(tensorboard_dir)
     with writer.as_default(step=step):
-      tf.summary.image('langevin_path', figure[None],
-                       description=f'rows {", ".join(PATH_ROWS)} per chain; columns: chain steps '
-                                   f'{steps}')
+      tf.summary.image('samples/langevin_path', figures.decode(meta)[None],
+                       description=f'rows {", ".join(meta["rows"])}; columns: chain steps '
+                                   f'{meta["steps"]}; Y on +-{meta["y_scale"]:.3g}')
     writer.flush()
-  return written, figure, steps
+  return written, meta, meta['steps']

@@ -18,8 +18,8 @@ import tensorflow as tf
 
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import guard as guard_lib
-from tf_hat_ebm import images as images_lib
 from tf_hat_ebm import run_info
+from tf_hat_ebm import summaries
 from tf_hat_ebm import workdir as workdir_lib
 from tpu_utils.strategy import worker_info
 
@@ -240,6 +240,8 @@ class Trainer:
     run.start(self.task, self.strategy, step)
     writer = (tf.summary.create_file_writer(os.path.join(self.workdir, 'tensorboard'))
               if self.is_chief else tf.summary.create_noop_writer())
+    self.report = summaries.RunReport(self.task, self.config, self.workdir, writer, self.is_chief)
+    self.report.start(step)
     train_loop = self.make_train_loop()
     shown = self.task.progress_metrics
     progbar = tf.keras.utils.Progbar(end, stateful_metrics=list(self.task.metric_names) +
@@ -265,10 +267,9 @@ class Trainer:
             progbar.update(step, [(k, metrics[k]) for k in shown
                                   if k in metrics] + [('steps/s', rate)])
           if _due(step, t.log_every) or step == end:
-            with writer.as_default(step=step):
-              for k, v in {**metrics, **self.task.learning_rates(),
-                           'steps_per_sec': rate}.items():
-                tf.summary.scalar(k, v)
+            self.report.scalars(step, metrics, {
+                **self.task.learning_rates(), 'steps_per_sec': rate,
+                'guard_count': self.guard.count, 'rollbacks': self._rollbacks})
           if _eval_every(t) and (_due(step, _eval_every(t)) or step == end):
             self.evaluate(writer, step)
           if _due(step, t.sample_every) or step == end:
@@ -290,6 +291,7 @@ class Trainer:
       restore_handler()
       writer.flush()
     run.finish(step)
+    self.report.finish(step)
     return metrics
 
   def _checkpoint_if_due(self, step, end):
@@ -329,23 +331,13 @@ class Trainer:
     results = {k: float(v) for k, v in self.task.evaluate().items()}
     with writer.as_default(step=step):
       for k, v in results.items():
-        tf.summary.scalar(f'eval/{k}', v)
+        tf.summary.scalar(f'eval/{k}', v, description=summaries.description(k))
     self._log(f'\nstep {step}: ' + ', '.join(f'{k} {v:.4g}' for k, v in results.items()))
     return results
 
   def write_grids(self, writer, step):
-    grids = self.task.grid_samples(self.config.training.num_grid_samples)
-    # A task without a residual (SN-GAN, autoencoder) returns only the panels it has.
-    panels = {name: images_lib.to_uint8(grids[key], magnify=magnify)
-              for name, key, magnify in (('samples', 'x', 1.0), ('generator', 'g_z', 1.0),
-                                         ('residual_x5', 'y', 5.0)) if key in grids}
-    if not self.is_chief:
-      return
-    with writer.as_default(step=step):
-      for name, imgs in panels.items():
-        image = images_lib.grid(imgs)
-        tf.summary.image(name, image[None], step=step)
-        images_lib.write_png(os.path.join(self.sample_dir, f'{name}_{step:07d}.png'), image)
+    # On every worker: the sampling is collective; only the chief writes.
+    return self.report.grids(step, self.task.grid_samples(self.config.training.num_grid_samples))
 
   def _rollback(self, error):
     """Restores the last good checkpoint with the learning rates lowered; False if it may not.
