@@ -60,7 +60,8 @@ def evaluate():
       reference=ind['name'])
   summaries.log_evaluation(
       FLAGS.workdir, run.step, {f'ood_auroc_{n}': r['auroc'] for n, r in result['sets'].items()},
-      {}, figure, energies)
+      {f'ood_auroc_{n}': f'AUROC of telling {n} from {ind["name"]} by H(x): 0.5 is chance, 1 '
+       'perfect' for n in result['sets']}, figure, energies)
   print(f'written to {path} and {png}; TensorBoard: {FLAGS.workdir}/tensorboard (eval/)')
 
 

@@ -174,3 +174,6 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
   for method in ('generator', 'ddls', 'hat_ebm'):
     assert len(saved[method]) == 2 and all(np.isfinite(v) and v > 0 for v in saved[method])
   assert saved['generator'] != saved['hat_ebm'] != saved['ddls']
+  from tf_hat_ebm import summaries  # pylint: disable=g-import-not-at-top
+  logged = summaries.read_scalars(os.path.join(run_dir, 'tensorboard'))
+  assert logged['eval/fid_hat_ebm'] == [(2, pytest.approx(np.mean(saved['hat_ebm'])))]

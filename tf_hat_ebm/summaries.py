@@ -156,6 +156,7 @@ class RunReport:
     self.temperature = langevin.temperature if langevin is not None else None
     self.sample_dir = os.path.join(workdir, 'samples')
     self._data = None
+    self.written = {}  # path -> metadata of every figure this run wrote
 
   def start(self, step):
     if not self.is_chief:
@@ -182,7 +183,7 @@ class RunReport:
       label = labels.get(key, label)
       path = os.path.join(self.sample_dir, f'{name}_{step:07d}.png')
       meta = figures.grid_figure([(label, grids[key], kind)], f'{label}: {what}', path)
-      written[os.path.basename(path)] = meta
+      written[os.path.basename(path)] = self.written[path] = meta
       with self.writer.as_default(step=step):
         tf.summary.image(f'samples/{name}', figures.decode(meta)[None], step=step,
                          description=f'{label}, fixed-seed samples of the training chain' +
@@ -218,8 +219,10 @@ class RunReport:
               for t, v in read_scalars(os.path.join(self.workdir, 'tensorboard')).items()}
     if not series:
       return None
-    return figures.training_curves(series, f'training curves: {self.name}, step {step}',
-                                   os.path.join(self.workdir, 'training_curves.png'))
+    path = os.path.join(self.workdir, 'training_curves.png')
+    self.written[path] = figures.training_curves(
+        series, f'training curves: {self.name}, step {step}', path)
+    return self.written[path]
 
 
 # Grid files: (file name prefix, grid_samples key, panel label, kind).
@@ -233,7 +236,8 @@ GRID_LABELS = {'sngan': {'x': 'SN-GAN samples G(z)'},
 
 def log_evaluation(workdir, step, values, descriptions, figure=None, histograms=None):
   """An evaluation script's results into the workdir's TensorBoard at the checkpoint's step:
-  eval/<name> scalars, an optional figure (metadata of a figures function), histograms."""
+  eval/<name> scalars, an optional figure (metadata of a figures function), histograms of H(x)
+  by set name."""
   writer = tf.summary.create_file_writer(os.path.join(workdir, 'tensorboard'))
   with writer.as_default(step=step):
     for name, value in values.items():
@@ -242,6 +246,6 @@ def log_evaluation(workdir, step, values, descriptions, figure=None, histograms=
       tf.summary.image(f'eval/{os.path.splitext(os.path.basename(figure["path"]))[0]}',
                        figures.decode(figure)[None], description=figure['title'])
     for name, values_ in (histograms or {}).items():
-      tf.summary.histogram(f'eval/energy_{name}', np.asarray(values_, np.float32),
+      tf.summary.histogram(f'eval/energy_{name.replace("/", "_")}', np.asarray(values_, np.float32),
                            description=f'H(x) of {name}')
   writer.flush()
