@@ -290,8 +290,8 @@ class Trainer:
     finally:
       restore_handler()
       writer.flush()
-    run.finish(step)
     self.report.finish(step)
+    run.finish(step)
     return metrics
 
   def _checkpoint_if_due(self, step, end):
