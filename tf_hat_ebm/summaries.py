@@ -177,12 +177,13 @@ class RunReport:
     written = {}
     what = f'{self.name}, step {step}'
     labels = GRID_LABELS.get(self.config.get('experiment', ''), {})
-    for name, key, label, kind in GRID_PANELS:
+    for name, key, label, kind, heading in GRID_PANELS:
       if key not in grids:
         continue
       label = labels.get(key, label)
+      heading = heading if key not in labels else 'fixed-seed'
       path = os.path.join(self.sample_dir, f'{name}_{step:07d}.png')
-      meta = figures.grid_figure([(label, grids[key], kind)], f'{label}: {what}', path)
+      meta = figures.grid_figure([(label, grids[key], kind)], f'{heading} {label}: {what}', path)
       written[os.path.basename(path)] = self.written[path] = meta
       with self.writer.as_default(step=step):
         tf.summary.image(f'samples/{name}', figures.decode(meta)[None], step=step,
@@ -225,9 +226,10 @@ class RunReport:
     return self.written[path]
 
 
-# Grid files: (file name prefix, grid_samples key, panel label, kind).
-GRID_PANELS = (('samples', 'x', 'X = G(Z) + Y', 'image'), ('generator', 'g_z', 'G(Z)', 'image'),
-               ('residual', 'y', 'Y', 'residual'))
+# Grid files: (file name prefix, grid_samples key, panel label, kind, title).
+GRID_PANELS = (('samples', 'x', 'X = G(Z) + Y', 'image', 'Hat EBM samples'),
+               ('generator', 'g_z', 'G(Z)', 'image', 'the generator alone'),
+               ('residual', 'y', 'Y', 'residual', 'the residual the chain adds'))
 # What 'x' and 'g_z' are for the kinds without a residual.
 GRID_LABELS = {'sngan': {'x': 'SN-GAN samples G(z)'},
                'autoencoder': {'x': 'reconstructions of test images',
