@@ -74,15 +74,15 @@ def _new_figure(width_px, height_px):
 
 
 def _save(fig, path):
-  """Draws `fig`, writes it as PNG to `path` (any tf.io.gfile path) and returns its metadata."""
-  fig.canvas.draw()
+  """Draws `fig` once, writes it as PNG to `path` (any tf.io.gfile path; None: not written) and
+  returns its metadata."""
+  buffer = io.BytesIO()
+  fig.savefig(buffer, format='png', dpi=DPI)  # the only draw
   texts = [t.get_text() for t in fig.texts if t.get_text()]
   labels = [ax.get_title() for ax in fig.axes if ax.get_title()] or texts[1:]
   labels += [ax.get_ylabel() for ax in fig.axes if ax.get_ylabel()]
   labels += [ax.get_xlabel() for ax in fig.axes if ax.get_xlabel()]
   width, height = fig.canvas.get_width_height()
-  buffer = io.BytesIO()
-  fig.savefig(buffer, format='png', dpi=DPI)
   if path:
     directory = os.path.dirname(path)
     if directory:
@@ -233,6 +233,7 @@ def training_curves(series, title, path=None):
       values = np.asarray(values, np.float64)
       if log and np.all(values > 0):
         ax.set_yscale('log')
+        ax.minorticks_off()  # minor ticks of log axes cost most of the drawing time
       ax.plot(steps, values, label=legend, linewidth=1.2)
     ax.set_title(name, fontsize=10)
     ax.set_xlabel('training step', fontsize=8)
