@@ -20,7 +20,7 @@ def test_path_figure_is_labelled_with_rows_x_y_per_chain_g_z_once_and_the_steps(
   # G(Z) is fixed along a synthesis chain: one column for it, then a column per step.
   assert figure['rows'] == ['X #1', 'Y #1', 'X #2', 'Y #2']
   assert figure['labels'][:4] == ['G(Z)', 'step 0', 'step 1', 'step 2']
-  assert 'H(X)' in figure['labels'] and figure['title'] == 'Langevin chains: tiny, seed 3'
+  assert 'mean H(X)' in figure['labels'] and figure['title'] == 'Langevin chains: tiny, seed 3'
   path = module.sample_path(2, 3)
   assert figure['y_scale'] == pytest.approx(float(np.max(np.abs(path['residuals']))))
   assert figure['tile_px'] >= 48

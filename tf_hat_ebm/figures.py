@@ -188,7 +188,7 @@ def path_figure(path, title, out=None, energies=None, num_chains=4):
                        (len(steps) * cell) / width, (curve_px - 50) / height])
     ax.plot(steps, energies.mean(axis=1), marker='o', color='tab:blue', label='mean H(X)')
     ax.set_xlabel('chain step')
-    ax.set_ylabel('H(X)')
+    ax.set_ylabel('mean H(X)')
     ax.tick_params(labelsize=8)
     ax.set_xlim(steps[0] - 0.5, steps[-1] + 0.5)
   meta = _save(fig, out)
