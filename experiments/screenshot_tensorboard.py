@@ -22,7 +22,7 @@ flags.DEFINE_string('out', 'docs/tensorboard.png', 'Output PNG.')
 flags.DEFINE_integer('port', 6123, 'Port for the TensorBoard server.')
 flags.DEFINE_string('tab', 'timeseries', 'TensorBoard tab (timeseries, scalars, hparams, ...).')
 flags.DEFINE_string('tag_filter', 'train/', 'Tag filter of the tab.')
-flags.DEFINE_string('size', '1400,1000', 'Window size in pixels: width,height.')
+flags.DEFINE_string('size', '1400,1400', 'Window size in pixels: width,height.')
 flags.DEFINE_integer('wait_ms', 20000, 'Virtual time Chromium gives the page to render.')
 flags.DEFINE_bool('overwrite', False, 'Replace an existing --out.')
 FLAGS = flags.FLAGS
@@ -59,7 +59,7 @@ def screenshot():
   try:
     base = f'http://127.0.0.1:{FLAGS.port}/'
     wait_for(base)
-    url = f'{base}?darkMode=false#{FLAGS.tab}&tagFilter={FLAGS.tag_filter}'
+    url = f'{base}?darkMode=false&tagFilter={FLAGS.tag_filter}#{FLAGS.tab}'
     subprocess.run([chromium, '--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars',
                     f'--window-size={FLAGS.size}', f'--virtual-time-budget={FLAGS.wait_ms}',
                     f'--screenshot={os.path.abspath(FLAGS.out)}', url],
