@@ -57,7 +57,8 @@ def evaluate():
   run_lib.write_json(path, result)
   figure = figures.energy_histograms(
       energies, f'H(x) of {ind["name"]} vs OOD sets: {run.config.name}, step {run.step}', png,
-      reference=ind['name'])
+      reference=ind['name'],
+      notes={n: f'AUROC {r["auroc"]:.3f}' for n, r in result['sets'].items()})
   summaries.log_evaluation(
       FLAGS.workdir, run.step, {f'ood_auroc_{n}': r['auroc'] for n, r in result['sets'].items()},
       {f'ood_auroc_{n}': f'AUROC of telling {n} from {ind["name"]} by H(x): 0.5 is chance, 1 '

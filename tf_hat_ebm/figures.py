@@ -247,25 +247,29 @@ def training_curves(series, title, path=None):
   return meta
 
 
-def energy_histograms(energies, title, path=None, reference=None):
+def energy_histograms(energies, title, path=None, reference=None, notes=None):
   """Overlaid histograms of H(x) per set: energies {label: [n]}; `reference` names the set the
-  others are compared with (drawn first, filled)."""
-  fig = _new_figure(760, 420)
-  ax = fig.add_axes([0.1, 0.13, 0.86, 0.72])
+  others are compared with (drawn first, filled); notes {label: text} go into the legend."""
+  rows = math.ceil(len(energies) / 2)
+  height = 400 + 22 * rows
+  fig = _new_figure(820, height)
+  ax = fig.add_axes([0.09, (70 + 22 * rows) / height, 0.88, 1 - (125 + 22 * rows) / height])
   values = np.concatenate([np.asarray(v, np.float64).ravel() for v in energies.values()])
   values = values[np.isfinite(values)]
   bins = np.linspace(values.min(), values.max() + 1e-12, 50) if values.size else 10
   order = sorted(energies, key=lambda k: k != reference)
   for label in order:
     e = np.asarray(energies[label], np.float64).ravel()
+    note = f', {notes[label]}' if notes and label in notes else ''
     ax.hist(e[np.isfinite(e)], bins=bins, density=True, alpha=0.45 if label == reference else 1.0,
             histtype='stepfilled' if label == reference else 'step', linewidth=1.4,
-            label=f'{label} (n={len(e)}, mean {np.mean(e):.3g})')
+            label=f'{label} (n={len(e)}, mean {np.mean(e):.3g}{note})')
   ax.set_xlabel('energy H(x) (lower = more like the data)')
   ax.set_ylabel('density')
-  ax.legend(fontsize=8, loc='upper right')
+  # Below the axes: a legend inside would hide the histograms.
+  ax.legend(fontsize=8, loc='upper center', ncol=2, bbox_to_anchor=(0.5, -0.13), frameon=False)
   ax.tick_params(labelsize=8)
-  fig.text(0.5, 0.94, title, ha='center', va='center', fontsize=12, weight='bold')
+  fig.text(0.5, 1 - 25 / height, title, ha='center', va='center', fontsize=12, weight='bold')
   return _save(fig, path)
 
 
