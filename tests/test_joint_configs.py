@@ -34,6 +34,6 @@ def test_sngan_and_autoencoder_settings():
     assert (cfg.optim.gen_lr, cfg.optim.disc_lr, cfg.optim.beta1, cfg.optim.beta2) == (
         2e-4, 2e-4, 0.0, 0.9)
   ae = load('cifar10_autoencoder')
-  assert ae.training.num_steps == 100 * ae.training.eval_every  # 100 epochs
+  assert ae.training.num_steps == 100 * 499  # 100 epochs of the release's 499 steps
   assert (ae.optim.ae_lr, ae.training.latent_noise, ae.training.recon_factor) == (
       1e-4, 0.02, 1000.0)
