@@ -158,13 +158,19 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
   Trainer(joint.JointTask(config, strategy), config, run_dir, strategy,
           verbose=False).train(2)
   features.classifier_features(config.data, cache, epochs=1, verbose=False)  # cached for the run
-  result = subprocess.run(
-      [sys.executable, os.path.join(REPO, 'experiments', 'evaluate_fid.py'),
-       f'--workdir={run_dir}', '--num_samples=20', '--runs=2', '--batch_size=10',
-       f'--feature_cache_dir={cache}'],
-      capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'), timeout=600)
-  assert result.returncode == 0, result.stderr[-2000:]
-  rows = [line for line in result.stdout.splitlines() if line.startswith('| ')]
+
+  def evaluate_fid(workdir):
+    """(stdout, table rows) of evaluate_fid.py on `workdir`; it must exit 0."""
+    out = subprocess.run(
+        [sys.executable, os.path.join(REPO, 'experiments', 'evaluate_fid.py'),
+         f'--workdir={workdir}', '--num_samples=20', '--runs=2', '--batch_size=10',
+         f'--feature_cache_dir={cache}'],
+        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
+        timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out, [line for line in out.stdout.splitlines() if line.startswith('| ')]
+
+  result, rows = evaluate_fid(run_dir)
   labels = [row.split('|')[1].strip() for row in rows[1:]]
   assert labels == ['SN-GAN G(Z0) (20)', 'DDLS (Langevin in z, SN-GAN D) (20)',
                     'Hat EBM X = G(Z_K) + Y_K (20)', 'data: test split (297)']
@@ -175,13 +181,7 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
     assert len(saved[method]) == 2 and all(np.isfinite(v) and v > 0 for v in saved[method])
   assert saved['generator'] != saved['hat_ebm'] != saved['ddls']
   # The SN-GAN on its own: the same latents, so the same FID as the refinement's G(Z0) row.
-  result = subprocess.run(
-      [sys.executable, os.path.join(REPO, 'experiments', 'evaluate_fid.py'),
-       f'--workdir={gan_dir}', '--num_samples=20', '--runs=2', '--batch_size=10',
-       f'--feature_cache_dir={cache}'],
-      capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'), timeout=600)
-  assert result.returncode == 0, result.stderr[-2000:]
-  rows = [line for line in result.stdout.splitlines() if line.startswith('| ')]
+  result, rows = evaluate_fid(gan_dir)
   assert [row.split('|')[1].strip() for row in rows[1:]] == ['SN-GAN G(Z0) (20)',
                                                              'data: test split (297)']
   with open(os.path.join(gan_dir, 'fid.json')) as f:
