@@ -187,7 +187,7 @@ def _step_time(tmp_path, *args):
 @pytest.mark.slow
 @pytest.mark.parametrize('config, args, formula', [
     ('digits_synth', ['--variants=fast'], flops.synthesis_step_flops),
-    ('digits_retrofit', ['--untrained_generator'], flops.joint_step_flops),
+    ('digits_retrofit', ['--untrained_generator', '--variants=fast'], flops.joint_step_flops),
 ])
 def test_step_time_times_each_kind_with_its_formula(tmp_path, config, args, formula):
   result, stdout = _step_time(
@@ -198,4 +198,4 @@ def test_step_time_times_each_kind_with_its_formula(tmp_path, config, args, form
   assert result['rows'][0]['needed_gflop_per_step'] * 1e9 == pytest.approx(formula(h, g, 4, 2))
   assert result['rows'][0]['s_per_step'] > 0
   if formula is flops.joint_step_flops:
-    assert result['experiment'] == 'joint' and 'one float32 variant shown as fast' in stdout
+    assert result['experiment'] == 'joint'
