@@ -9,7 +9,7 @@ r"""Seed sweep: train one experiment for several seeds and score every run the s
 Each seed trains in its own workdir under --out with the experiment scripts (so a run is exactly
 what a user gets), then is scored with the small-data FID of the digits classifier:
   synth:             experiments/evaluate_fid.py   -> X = G(Z) + Y, G(Z), and the test split
-  refine / retrofit: experiments/sample_refinement.py -> generator, (DDLS,) Hat EBM, test digits
+  refine / retrofit: experiments/compare_baselines.py -> generator, (DDLS,) Hat EBM, test digits
 Per seed it reports the final energy difference, the largest |energy_diff| after warm-up, whether
 the runaway guard fired (the training command failed or logged a runaway) and the FIDs; the table
 goes to stdout and, with every number, to <out>/sweep.json.
@@ -110,11 +110,11 @@ def score(args, workdir, seed_dir):
     return dict(fid_x=result['hat_ebm'], fid_g=result['generator'],
                 fid_test=result['data_test_vs_train'])
   # The run's config (generator path and overrides included) comes from its workdir.
-  cmd = [sys.executable, 'experiments/sample_refinement.py', f'--workdir={workdir}',
+  cmd = [sys.executable, 'experiments/compare_baselines.py', f'--workdir={workdir}',
          f'--fid_samples={args.fid_samples}', f'--fid_runs={args.fid_runs}']
   code, _ = run(cmd, os.path.join(seed_dir, 'compare.log'))
   if code != 0:
-    return dict(failed=f'sample_refinement exit {code}')
+    return dict(failed=f'compare_baselines exit {code}')
   with open(os.path.join(workdir, 'compare', 'scores.json')) as f:
     scores = json.load(f)
   out = {}

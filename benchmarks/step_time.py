@@ -119,27 +119,16 @@ def check_config(config):
 def make_task(config, strategy):
   """The config's task through the registry; a joint one over a fresh generator, built in the
   config's precision, if asked."""
-  task_class = registry.for_config(config).task_class()
+  kind = registry.for_config(config)
   if not FLAGS.untrained_generator:
     try:
-      return task_class(config, strategy)
+      return kind.make_task(config, strategy)
     except FileNotFoundError as e:  # a joint config's generator run that is not here
       raise app.UsageError(f'{e}; or time the task over a fresh generator with '
                            '--untrained_generator') from e
   with strategy.scope():
     generator = generators.untrained(config, nets.resolve_precision(config.perf.precision)[0])
-  return task_class(config, strategy, generator=generator)
-
-
-def step_flops(config, h, g, batch, steps):
-  """(needed FLOPs of a training step, of one chain) for the config's kind at h, g per image."""
-  settings = langevin.ChainSettings.from_config(config.langevin)
-  if settings.joint:
-    order = dict(latent_first=settings.latent_first, use_residual=settings.use_residual)
-    return (flops.joint_step_flops(h, g, batch, steps, **order),
-            flops.joint_sampler_flops(h, g, batch, steps, **order))
-  return (flops.synthesis_step_flops(h, g, batch, steps),
-          flops.sampler_flops(h, g, batch, steps))
+  return kind.make_task(config, strategy, generator=generator)
 
 
 def measure_variant(base_config, name, strategy, repeats, steps_per_measure, count_flops):
@@ -189,7 +178,7 @@ def main(argv):
   base_config.unlock()
   base_config.training.batch_size = FLAGS.batch
   base_config.langevin.steps = FLAGS.langevin_steps
-  kind = registry.for_config(base_config).kind
+  kind = registry.for_config(base_config).name
   variants = variants_to_time(base_config)
   strategy = tpu_utils.make_strategy(FLAGS.tpu)
   rates = {'float32': matmul_rate(tf.float32, FLAGS.matmul_size)}
@@ -202,7 +191,11 @@ def main(argv):
              for v in variants]
   h = next(r['hat_flops'] for r in results if r['hat_flops'])
   g = next(r['gen_flops'] for r in results if r['gen_flops'])
-  needed, needed_sampler = step_flops(base_config, h, g, FLAGS.batch, FLAGS.langevin_steps)
+  formula = registry.for_config(base_config).step_flops(base_config, h, g, FLAGS.batch,
+                                                        FLAGS.langevin_steps)
+  if formula is None:
+    print(f'{kind}: no FLOP formula for this kind; GFLOP/s are not reported')
+  needed, needed_sampler = formula or (None, None)
   baseline = next((statistics.median(r['step_times']) for r in results
                    if r['variant'] == 'release'), None)
   rows = []
@@ -214,9 +207,10 @@ def main(argv):
         variant=r['variant'], s_per_step=step, step_min=min(r['step_times']),
         step_max=max(r['step_times']), sampler_s=sampler,
         image_langevin_steps_per_s=FLAGS.batch * FLAGS.langevin_steps / step,
-        needed_gflop_per_step=needed / 1e9,
-        achieved_gflops=needed / step / 1e9, sampler_gflops=needed_sampler / sampler / 1e9,
-        fraction_of_matmul_rate=needed / step / 1e9 / peak,
+        needed_gflop_per_step=_ratio(needed, 1e9),
+        achieved_gflops=_ratio(needed, step * 1e9),
+        sampler_gflops=_ratio(needed_sampler, sampler * 1e9),
+        fraction_of_matmul_rate=_ratio(needed, step * 1e9 * peak),
         speedup_vs_release=(baseline / step) if baseline else None))
   chain = langevin_description(base_config)
   out = dict(config=base_config.name, experiment=kind, chain=chain,
@@ -227,18 +221,22 @@ def main(argv):
             f'{"GFLOP/s":>8} {"of peak":>7} {"speedup":>7}')
   bf16_rate = f', bf16 {rates["bfloat16"]:.0f} GFLOP/s' if 'bfloat16' in rates else ''
   print(f'\n{base_config.name} ({kind}, {chain}): batch {FLAGS.batch}, K {FLAGS.langevin_steps}, '
-        f'needed {needed / 1e9:.1f} GFLOP/step; matmul f32 {rates["float32"]:.0f} GFLOP/s'
-        f'{bf16_rate}')
+        f'needed {_ratio(needed, 1e9) or 0:.1f} GFLOP/step; '
+        f'matmul f32 {rates["float32"]:.0f} GFLOP/s{bf16_rate}')
   print(header)
   for r in rows:
     speed = f'{r["speedup_vs_release"]:.2f}x' if r['speedup_vs_release'] else '-'
     print(f'{r["variant"]:8} {r["s_per_step"]:8.3f} {r["step_min"]:7.3f}-{r["step_max"]:<7.3f} '
           f'{r["sampler_s"]:9.3f} {r["image_langevin_steps_per_s"]:8.1f} '
-          f'{r["achieved_gflops"]:8.1f} {r["fraction_of_matmul_rate"]:7.2f} {speed:>7}')
+          f'{r["achieved_gflops"] or 0:8.1f} {r["fraction_of_matmul_rate"] or 0:7.2f} {speed:>7}')
   print(json.dumps(out))
   if FLAGS.json:
     with open(FLAGS.json, 'w') as f:
       json.dump(out, f, indent=2)
+
+
+def _ratio(flop_count, divisor):
+  return None if flop_count is None else flop_count / divisor
 
 
 def langevin_description(config):

@@ -17,8 +17,6 @@ The table is also written to <workdir>/fid.json (an existing one only with --ove
 non-finite result).
 """
 import os
-import re
-import types
 
 from absl import flags
 
@@ -41,87 +39,36 @@ cli.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
 cli.answer_help()
 
-import tensorflow as tf  # noqa: E402
-
-from tf_hat_ebm import checkpoints  # noqa: E402
-from tf_hat_ebm import export  # noqa: E402
-from tf_hat_ebm import generators  # noqa: E402
-from tf_hat_ebm import langevin  # noqa: E402
+from tf_hat_ebm import registry  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
-from tf_hat_ebm.evaluation import compare  # noqa: E402
+from tf_hat_ebm import runs  # noqa: E402
 from tf_hat_ebm.evaluation import features  # noqa: E402
 from tf_hat_ebm.evaluation import fid  # noqa: E402
-
-
-def synthesis_rows(run, net, train, num_samples):
-  """([(method, row label)], {method: [FID per run]}, chain description) of a synthesis run."""
-  module = export.build_module(run)
-  fids = fid.sample_fids(module, net, train, num_samples, FLAGS.batch_size, FLAGS.runs,
-                         FLAGS.seed)
-  s = run.model.sampling
-  chain = f'K={s.steps}, eps={s.step_size:g}, T={s.temperature:g}, Y0 scale={s.init_scale:g}'
-  rows = [('hat_ebm', 'Hat EBM samples X = G(Z) + Y'), ('generator', 'generator alone G(Z)')]
-  return rows, fids, chain
-
-
-def joint_rows(run, net, train, num_samples):
-  """The same for a joint run: G(Z0), DDLS (when there is a D) and the Hat EBM, from one Z0."""
-  sampler = compare.make_sampler(run)
-  fids = compare.method_fids(run.model, sampler, net, train, num_samples, FLAGS.runs, FLAGS.seed,
-                             FLAGS.batch_size, verbose=True)
-  gan = {'sngan': 'SN-GAN', 'autoencoder': 'decoder'}.get(run.config.generator.source, 'generator')
-  rows = [('generator', f'{gan} G(Z0)'), ('ddls', 'DDLS (Langevin in z, SN-GAN D)'),
-          ('hat_ebm', 'Hat EBM X = G(Z_K) + Y_K')]
-  s, d = run.model.sampling, run.config.ddls
-  chain = (f'K={s.steps}, eps_y={s.step_size:g}, eps_z={s.latent_step_size:g}, '
-           f'T={s.temperature:g}, prior sigma={s.prior_sigma}; DDLS K={d.steps}, '
-           f'eps={d.step_size:g}')
-  return [r for r in rows if r[0] in fids], fids, chain
-
-
-def sngan_rows(run, net, train, num_samples):
-  """The same for an SN-GAN run: its generator alone, from the latents of joint_rows."""
-  generator = run.model.generator
-  sample = tf.function(
-      lambda z0, seed: {'generator': tf.clip_by_value(langevin.generate(generator, z0), -1., 1.)})
-  fids = compare.method_fids(run.model, sample, net, train, num_samples, FLAGS.runs, FLAGS.seed,
-                             FLAGS.batch_size, verbose=True)
-  return [('generator', 'SN-GAN G(Z0)')], fids, 'none (Z0 ~ N(0, I))'
-
-
-def load_sngan_run(workdir):
-  """An SN-GAN workdir as a checkpoints.Run whose model is its frozen `generator`."""
-  config = checkpoints.load_config(workdir)
-  path = checkpoints.resolve_checkpoint(workdir, FLAGS.checkpoint, what='SN-GAN',
-                                        script='experiments/train_sngan.py')
-  model, _ = generators.load_sngan(workdir, config, path)
-  generator = generators.FrozenGenerator(model, model.latent_shape)
-  step = re.search(r'ckpt-(\d+)$', path)
-  return types.SimpleNamespace(config=config, model=types.SimpleNamespace(generator=generator),
-                               step=int(step.group(1)) if step else None)
+from tf_hat_ebm.evaluation import rows as rows_lib  # noqa: E402
 
 
 def evaluate():
   path = os.path.join(FLAGS.workdir, 'fid.json')
   run_lib.check_output_file(path, FLAGS.overwrite)
-  experiment = checkpoints.load_config(FLAGS.workdir).get('experiment', 'synthesis')
-  if experiment == 'sngan':
-    run = load_sngan_run(FLAGS.workdir)
-  else:
-    run = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
+  kind = registry.for_config(runs.load_config(FLAGS.workdir))
+  if kind.fid_rows is None:
+    raise ValueError(f'--workdir={FLAGS.workdir}: {kind.name} runs offer no FID rows')
+  # An SN-GAN run has no Hat EBM to load: its frozen generator alone.
+  run = (rows_lib.load_sngan_run(FLAGS.workdir, FLAGS.checkpoint) if kind.name == 'sngan' else
+         runs.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint))
   data_cfg = run.config.data
-  kind = FLAGS.feature_net or ('classifier' if data_cfg.name == 'digits' else 'inception')
-  if kind == 'inception':
+  net_kind = FLAGS.feature_net or ('classifier' if data_cfg.name == 'digits' else 'inception')
+  if net_kind == 'inception':
     net = fid.InceptionFeatures(FLAGS.inception_path)  # loaded once, used for every set
   else:
     net = features.classifier_features(data_cfg, FLAGS.feature_cache_dir or FLAGS.workdir)
-  num_samples = FLAGS.num_samples or (50_000 if kind == 'inception' else 5_000)
+  num_samples = FLAGS.num_samples or (50_000 if net_kind == 'inception' else 5_000)
   train = fid.data_activations(data_cfg, data_cfg.train_split, net, FLAGS.workdir,
                                FLAGS.batch_size)
   test = fid.data_activations(data_cfg, data_cfg.test_split, net, FLAGS.workdir,
                               FLAGS.batch_size)
-  rows_of = {'joint': joint_rows, 'sngan': sngan_rows}.get(experiment, synthesis_rows)
-  methods, fids, chain = rows_of(run, net, train, num_samples)
+  methods, fids, chain = registry.load(kind.fid_rows)(run, net, train, num_samples, FLAGS.runs,
+                                                      FLAGS.seed, FLAGS.batch_size)
   data_fid = fid.frechet_distance(train, test)
 
   rows = [(f'{label} ({num_samples})', *fid.mean_std(fids[key])) for key, label in methods]

@@ -24,7 +24,7 @@ cli.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
 cli.answer_help()
 
-from tf_hat_ebm import checkpoints  # noqa: E402
+from tf_hat_ebm import runs  # noqa: E402
 from tf_hat_ebm import export  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
 from tf_hat_ebm.evaluation import ood  # noqa: E402
@@ -33,7 +33,7 @@ from tf_hat_ebm.evaluation import ood  # noqa: E402
 def evaluate():
   path = os.path.join(FLAGS.workdir, 'ood.json')
   run_lib.check_output_file(path, FLAGS.overwrite)
-  run = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
+  run = runs.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
   data_cfg = run.config.data
   if FLAGS.data_dir:
     data_cfg.data_dir = FLAGS.data_dir

@@ -23,7 +23,7 @@ FLAGS = flags.FLAGS
 cli.answer_help()
 
 import tensorflow as tf  # noqa: E402
-from tf_hat_ebm import checkpoints  # noqa: E402
+from tf_hat_ebm import runs  # noqa: E402
 from tf_hat_ebm import export  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
 # The entries tf.saved_model.save writes: an --overwrite export replaces exactly these.
@@ -37,7 +37,7 @@ def main(argv):
     steps = run_lib.int_list(FLAGS.path_steps, 'path_steps')
     output = FLAGS.output or os.path.join(FLAGS.workdir, 'saved_model')
     run_lib.check_output_dir(output, FLAGS.overwrite, 'output')  # before any work
-    loaded = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
+    loaded = runs.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
     module = export.build_module(loaded, path_steps=steps)
     # Written beside the target first: a failed export (disk full, ...) leaves the old one intact.
     staging = os.path.normpath(output) + '.export-tmp'

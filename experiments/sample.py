@@ -29,7 +29,7 @@ cli.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
 cli.answer_help()
 
-from tf_hat_ebm import checkpoints  # noqa: E402
+from tf_hat_ebm import runs  # noqa: E402
 from tf_hat_ebm import export  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
 from tf_hat_ebm import samples as samples_lib  # noqa: E402
@@ -48,7 +48,7 @@ def sample():
   run_lib.check_output_dir(output, FLAGS.overwrite, 'output')  # before the model is loaded
   if FLAGS.workdir:
     steps = run_lib.int_list(FLAGS.path_steps, 'path_steps')
-    run = checkpoints.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
+    run = runs.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
     model = export.build_module(run, path_steps=steps)
     tensorboard, step, source = os.path.join(FLAGS.workdir, 'tensorboard'), run.step, (
         f'step {run.step} of {FLAGS.workdir}')

@@ -7,7 +7,7 @@ r"""Trains the deterministic autoencoder whose decoder the retrofit Hat EBM make
 Train and test reconstruction errors (MSE per pixel, images in [-1, 1]) are printed and written to
 TensorBoard (eval/train_mse, eval/test_mse) once per epoch. Running again resumes.
 """
-import train_lib  # experiments/train_lib.py: --config, --workdir, --tpu, --allow_config_change
+import train  # experiments/train.py with this script's default --config
 
 if __name__ == '__main__':
-  train_lib.run('digits_autoencoder.py')
+  train.run('digits_autoencoder.py')

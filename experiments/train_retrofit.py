@@ -9,7 +9,7 @@ The generator comes from --config.generator.source/path ('sngan', 'autoencoder',
 'factory'); a generator whose shapes do not match the config is an error before training starts.
 Running the same command again resumes from the workdir's latest checkpoint.
 """
-import train_lib  # experiments/train_lib.py: --config, --workdir, --tpu, --allow_config_change
+import train  # experiments/train.py with this script's default --config
 
 if __name__ == '__main__':
-  train_lib.run('digits_retrofit.py')
+  train.run('digits_retrofit.py')

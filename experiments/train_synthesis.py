@@ -6,7 +6,7 @@ r"""Trains a synthesis Hat EBM: hat network and generator in tandem (paper Alg. 
 
 Running the same command again resumes from the workdir's latest checkpoint.
 """
-import train_lib  # experiments/train_lib.py: --config, --workdir, --tpu, --allow_config_change
+import train  # experiments/train.py with this script's default --config
 
 if __name__ == '__main__':
-  train_lib.run('digits_synth.py')
+  train.run('digits_synth.py')

@@ -1,5 +1,4 @@
 """Test setup: two logical CPU devices (for MirroredStrategy tests) and tiny configs."""
-import importlib.util
 import os
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
@@ -7,6 +6,8 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from tf_hat_ebm import config as config_lib  # noqa: E402
+from tf_hat_ebm import registry  # noqa: E402
 from tpu_utils import use_logical_cpus  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -26,22 +27,14 @@ SMALL = {
     'training.sample_every': 4, 'training.num_grid_samples': 4,
     'perf.precision': 'float32',
 }
-# What differs by config.experiment (only a synthesis run uses its bank).
-SMALL_BY_KIND = {
-    'synthesis': {'training.bank_size': 16},
-    'joint': {'training.num_steps': 2, 'training.sample_every': 2, 'optim.hat_lr': 1e-3},
-    'sngan': {'training.n_dis': 2, 'training.num_steps': 2, 'training.sample_every': 2},
-    'autoencoder': {},
-}
+# Each kind adds its own (registry.Kind.tiny: only a synthesis run uses its bank).
 
 
 def load_config(experiment, *args):
-  """get_config(*args) of experiments/configs/<experiment>.py, loaded by its file path."""
-  spec = importlib.util.spec_from_file_location(
-      experiment, os.path.join(CONFIGS, experiment + '.py'))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module.get_config(*args)
+  """get_config(*args) of experiments/configs/<experiment>.py (or of the file `experiment`, a
+  path ending in .py), loaded by its file path."""
+  path = experiment if experiment.endswith('.py') else os.path.join(CONFIGS, experiment + '.py')
+  return config_lib.load_file(path, *args)
 
 
 def _parent(config, path):
@@ -62,13 +55,13 @@ def _has(config, path):
 
 
 def tiny(experiment='digits_synth', **overrides):
-  """The experiment's config shrunk to seconds (SMALL and its kind's SMALL_BY_KIND), overridden.
+  """The experiment's config shrunk to seconds (SMALL and its kind's `tiny`), overridden.
 
   Override keys are dotted paths, as `**{'training.batch_size': 8}` or `training__batch_size=8`.
   The shrinking sets only the fields the config has; an override may add one.
   """
   config = load_config(experiment)
-  for path, value in {**SMALL, **SMALL_BY_KIND[config.experiment]}.items():
+  for path, value in {**SMALL, **registry.for_config(config).tiny}.items():
     if _has(config, path):
       section, name = _parent(config, path)
       section[name] = value

@@ -10,13 +10,14 @@ from conftest import REPO
 
 # Each script with the flags its --help must list.
 SCRIPTS = {
+    'train.py': ['--config', '--workdir', '--checkpoint'],
     'train_synthesis.py': ['--config', '--workdir', '--checkpoint'],
     'train_refinement.py': ['--config', '--workdir', '--checkpoint'],
     'evaluate_fid.py': ['--workdir', '--checkpoint', '--overwrite', '--num_samples'],
     'evaluate_ood.py': ['--workdir', '--checkpoint', '--overwrite', '--sets'],
     'export.py': ['--workdir', '--checkpoint', '--overwrite', '--output'],
     'sample.py': ['--workdir', '--saved_model', '--checkpoint', '--overwrite'],
-    'sample_refinement.py': ['--workdir', '--checkpoint', '--overwrite'],
+    'compare_baselines.py': ['--workdir', '--checkpoint', '--overwrite'],
     'import_release.py': ['--config', '--workdir', '--hat'],
 }
 

@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+from tf_hat_ebm import registry
 from tf_hat_ebm import run_lib
 
 from conftest import CONFIGS
@@ -74,7 +75,6 @@ def test_config_files_import_no_tensorflow():
 
 def test_paper_configs_hold_only_their_differences():
   """A paper config is its kind's defaults plus a handful of fields."""
-  from tf_hat_ebm import config as config_lib  # pylint: disable=g-import-not-at-top
 
   def flat(tree, prefix=''):
     out = {}
@@ -88,7 +88,7 @@ def test_paper_configs_hold_only_their_differences():
   sizes = {}
   for name in CONFIG_FILES:
     config = load(name)
-    defaults = flat(config_lib.defaults(config.experiment).to_dict())
+    defaults = flat(registry.defaults(config.experiment).to_dict())
     mine = flat(config.to_dict())
     assert set(mine) <= set(defaults), (name, set(mine) - set(defaults))
     sizes[name] = sum(mine[k] != defaults[k] for k in mine)

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from tf_hat_ebm import checkpoints
+from tf_hat_ebm import runs
 from tf_hat_ebm import export
 
 from conftest import REPO
@@ -51,7 +51,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope='module')
 def exported(trained_workdir, tmp_path_factory):
-  run = checkpoints.load_run(trained_workdir)
+  run = runs.load_run(trained_workdir)
   module = export.build_module(run)
   path = str(tmp_path_factory.mktemp('export') / 'saved_model')
   export.save(module, path)

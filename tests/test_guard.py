@@ -8,11 +8,12 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm.tasks.autoencoder import AutoencoderTask
-from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 from tf_hat_ebm.guard import RunawayGuard
 from tf_hat_ebm.tasks.sngan import SNGANTask
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
-from tf_hat_ebm.trainer import RunawayError, Trainer
+from tf_hat_ebm.actions import RunawayError
+from tf_hat_ebm.trainer import Trainer
 
 from conftest import tiny
 
@@ -21,7 +22,7 @@ STRATEGY = tf.distribute.get_strategy()
 
 
 def guard_config(**overrides):
-  cfg = config_lib.defaults('synthesis').training.guard
+  cfg = registry.defaults('synthesis').training.guard
   cfg.update(overrides)
   return cfg
 
@@ -107,13 +108,13 @@ def runaway_trainer(workdir, **guard):
   task = RunawayTask(config, STRATEGY)
   trainer = Trainer(task, config, str(workdir), STRATEGY, verbose=False)
   saved = {}
-  save = trainer.save
+  save = trainer.checkpoints.save
 
   def save_and_snapshot(step):
     save(step)
     saved[step] = [v.numpy().copy() for v in task.hat.variables + task.generator.variables]
 
-  trainer.save = save_and_snapshot
+  trainer.checkpoints.save = save_and_snapshot
   return trainer, saved
 
 
@@ -131,7 +132,7 @@ def test_guard_stops_a_runaway_and_saves_nothing_while_counting(tmp_path):
 def test_guard_rollback_restores_the_last_good_checkpoint_and_compounds(tmp_path):
   trainer, saved = runaway_trainer(tmp_path, action='rollback')
   task, after = trainer.task, []
-  rollback = trainer._rollback  # pylint: disable=protected-access
+  rollback = trainer.guard.rollback
 
   def rollback_and_record(error):
     done = rollback(error)
@@ -142,7 +143,7 @@ def test_guard_rollback_restores_the_last_good_checkpoint_and_compounds(tmp_path
                                  task.hat.variables + task.generator.variables]))
     return done
 
-  trainer._rollback = rollback_and_record  # pylint: disable=protected-access
+  trainer.guard.rollback = rollback_and_record
   with pytest.raises(RunawayError, match='3 rollbacks did not help'):
     trainer.train(40)
   assert [a['step'] for a in after] == [10, 10, 10]
@@ -160,14 +161,14 @@ def test_guard_is_quiet_on_a_healthy_run(tmp_path):
   trainer = Trainer(SynthesisTask(config, STRATEGY), config, str(tmp_path), STRATEGY,
                     verbose=False)
   counts = []
-  update = trainer.guard.update
+  update = trainer.guard.runaway.update
 
   def update_and_record(step, metrics):
     reason = update(step, metrics)
-    counts.append(trainer.guard.count)
+    counts.append(trainer.guard.runaway.count)
     return reason
 
-  trainer.guard.update = update_and_record
+  trainer.guard.runaway.update = update_and_record
   trainer.train(40)
-  assert trainer.guard.watching and len(counts) == 8 and max(counts) == 0
+  assert trainer.guard.runaway.watching and len(counts) == 8 and max(counts) == 0
   assert tf.train.latest_checkpoint(str(tmp_path / 'checkpoints')).endswith('ckpt-40')

@@ -18,8 +18,9 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
+from tf_hat_ebm import runs
 from tf_hat_ebm import export
-from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 from tf_hat_ebm import generators
 from tf_hat_ebm import run_lib
 from tpu_utils.strategy import check_batch_split
@@ -76,7 +77,7 @@ CASES = {
     'batch_zero': ('train_synthesis.py', ['--workdir={t}/w', *TINY,
                                           '--config.training.batch_size=0'],
                    ['training.batch_size', '>= 1']),
-    'refinement_of_a_synthesis_run': ('sample_refinement.py', ['--workdir={w}', '--out={t}/c'],
+    'refinement_of_a_synthesis_run': ('compare_baselines.py', ['--workdir={w}', '--out={t}/c'],
                                       ['synthesis run', 'sample.py']),
     'num_samples_zero': ('sample.py', ['--workdir={w}', '--num_samples=0', '--output={t}/s'],
                          ['--num_samples=0']),
@@ -157,12 +158,12 @@ def test_state_file_loss_names_the_checkpoints_instead_of_train_first(trained_wo
   os.remove(ckpt_dir / 'checkpoint')
   with pytest.raises(ValueError, match=r'state file .*checkpoint is missing or unreadable, but '
                                        r'ckpt-2 exist: pass --checkpoint=2'):
-    checkpoints.load_run(str(tmp_path / 'w'))
-  run = checkpoints.load_run(str(tmp_path / 'w'), checkpoint=2)
+    runs.load_run(str(tmp_path / 'w'))
+  run = runs.load_run(str(tmp_path / 'w'), checkpoint=2)
   assert run.step == 2 and run.checkpoint == str(ckpt_dir / 'ckpt-2')
-  assert checkpoints.load_run(str(tmp_path / 'w'), checkpoint=str(ckpt_dir / 'ckpt-2')).step == 2
+  assert runs.load_run(str(tmp_path / 'w'), checkpoint=str(ckpt_dir / 'ckpt-2')).step == 2
   with pytest.raises(ValueError, match=r'--checkpoint=5: no checkpoint .*ckpt-5.*: ckpt-2$'):
-    checkpoints.load_run(str(tmp_path / 'w'), checkpoint=5)
+    runs.load_run(str(tmp_path / 'w'), checkpoint=5)
 
 
 def test_list_checkpoints_reads_index_files_only(tmp_path):
@@ -243,7 +244,7 @@ def test_result_file_is_never_replaced_by_nan_or_silently(tmp_path):
 # ---- SavedModel inputs --------------------------------------------------------------------------
 @pytest.fixture(scope='module')
 def module(trained_workdir):
-  return export.build_module(checkpoints.load_run(trained_workdir))
+  return export.build_module(runs.load_run(trained_workdir))
 
 
 @pytest.mark.parametrize('num, message', [(2**32 + 4, 'num_samples must be <= 2147483647'),
@@ -346,7 +347,7 @@ NOT_A_FUNCTION = 3
     ('factory_returns_none', 'returned NoneType, not a callable model'),
     ('NOT_A_FUNCTION', 'is a int, not a function')])
 def test_generator_factory_failures_name_the_factory(name, message):
-  config = config_lib.defaults('joint')
+  config = registry.defaults('joint')
   config.generator.source, config.generator.path = 'factory', f'test_reliability:{name}'
   config.generator.latent_shape = (4,)
   with pytest.raises(ValueError, match=f"generator factory 'test_reliability:{name}' {message}"):

@@ -72,8 +72,8 @@ def test_damaged_latest_checkpoint_stops_without_touching_anything(four_steps, t
   trainer = make_trainer(workdir, resume_from='latest_intact')
   trainer.train(6)
   intact = 4 if 'state file' in how else 2
-  assert trainer.last_good.endswith('ckpt-6')
-  assert trainer.resumed_at == intact
+  assert trainer.checkpoints.last_good.endswith('ckpt-6')
+  assert trainer.checkpoints.resumed_at == intact
 
 
 def test_explicit_checkpoint_resumes_that_exact_state(four_steps, tmp_path):
@@ -133,7 +133,7 @@ def test_older_config_json_resumes(four_steps, tmp_path):
   (workdir / 'config.json').write_text(json.dumps(config))
   trainer = make_trainer(workdir, tiny(**{'model.init': 'mimicry'}))
   trainer.train(5)
-  assert trainer.resumed_at == 4
+  assert trainer.checkpoints.resumed_at == 4
 
 
 def test_workdir_lock_refuses_a_second_run_and_takes_over_a_stale_one(four_steps, tmp_path):

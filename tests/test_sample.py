@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import checkpoints
+from tf_hat_ebm import runs
 from tf_hat_ebm import export
 from tf_hat_ebm import images as images_lib
 from tf_hat_ebm import samples as samples_lib
@@ -17,7 +17,7 @@ def cell(figure, row, col, size=16, pad=1):
 
 
 def test_path_figure_has_rows_x_gz_y_per_chain_and_a_column_per_step(trained_workdir, tmp_path):
-  module = export.build_module(checkpoints.load_run(trained_workdir), path_steps=[0, 1, 2])
+  module = export.build_module(runs.load_run(trained_workdir), path_steps=[0, 1, 2])
   written, figure, steps = samples_lib.write_samples(
       module, str(tmp_path), num_samples=5, seed=3, batch_size=4, path_chains=2,
       tensorboard_dir=str(tmp_path / 'tb'), step=7)
@@ -58,6 +58,6 @@ def test_path_figure_of_a_joint_chain_shows_g_of_z_at_each_step():
 
 
 def test_bad_path_steps_are_rejected(trained_workdir):
-  run = checkpoints.load_run(trained_workdir)
+  run = runs.load_run(trained_workdir)
   with pytest.raises(ValueError, match=r'path steps must lie in 0\.\.2'):
     export.build_module(run, path_steps=[0, 5])

@@ -213,7 +213,7 @@ def test_rollback_restores_last_good_checkpoint_and_lowers_learning_rate(tmp_pat
   task = SynthesisTask(absurd, strategy)
   trainer = Trainer(task, absurd, str(tmp_path), strategy, verbose=False)
   metrics = trainer.train(4)
-  assert trainer._rollbacks == 1  # pylint: disable=protected-access
+  assert trainer.guard.rollbacks == 1
   assert int(trainer.step.numpy()) == 4
   assert all(np.isfinite(v) for v in metrics.values())
   np.testing.assert_allclose(float(task.lr_scale.numpy()), 1e-35, rtol=1e-4)

@@ -1,86 +1,55 @@
-"""Reading a trained run back: config.json, its checkpoints, the one restore of saved networks.
+"""The checkpoint files of a run: which exist, which one to load, restoring, the managers.
 
-Evaluation, export and sampling load a run with `load_run`, whatever the experiment: the registry
-builds the experiment's inference model (networks only, no optimizer slots or bank) and
-`restore` fills it; the frozen generators of joint runs (generators.py) are restored the same way.
+Nothing here deletes a checkpoint: a resume that cannot tell which checkpoint to use stops and
+says which ones exist (`resume_error`).
 """
-import dataclasses
-import json
 import os
-from typing import Any, Optional
+import re
 
 from absl import logging
-import ml_collections
 import tensorflow as tf
 
-from tf_hat_ebm import registry
-from tf_hat_ebm import workdir as workdir_lib
+# Resume from the newest checkpoint that restores, skipping damaged newer ones (only on request).
+LATEST_INTACT = 'latest_intact'
+_CKPT_FILE = re.compile(r'^ckpt-(\d+)\.(index|data-\d+-of-\d+)$')
 
 
-@dataclasses.dataclass
-class Run:
-  """A restored run: its config, inference model, step and checkpoint path."""
-  config: ml_collections.ConfigDict
-  model: Any
-  step: int
-  checkpoint: str
-  workdir: str
+def checkpoint_steps(ckpt_dir):
+  """Steps of every ckpt-N with any file (index or data) in ckpt_dir, newest first."""
+  if not tf.io.gfile.isdir(ckpt_dir):
+    return []
+  steps = {int(m.group(1)) for m in map(_CKPT_FILE.match, tf.io.gfile.listdir(ckpt_dir)) if m}
+  return sorted(steps, reverse=True)
 
 
-def load_config(workdir):
-  """workdir/config.json as a ConfigDict (the trainer writes it on the first run)."""
-  path = os.path.join(workdir, 'config.json')
-  if not tf.io.gfile.exists(path):
-    raise ValueError(f'no config.json in workdir {workdir}: is it the --workdir of a training run?')
-  with tf.io.gfile.GFile(path) as f:
-    text = f.read()
+def checkpoint_path(ckpt_dir, spec):
+  """The checkpoint prefix a --checkpoint=PATH_OR_STEP names (a step means ckpt_dir/ckpt-STEP)."""
+  spec = str(spec).strip()
+  if spec.isdigit():
+    return os.path.join(ckpt_dir, f'ckpt-{int(spec)}')
+  return spec[:-len('.index')] if spec.endswith('.index') else spec
+
+
+def resume_error(ckpt_dir, reason):
+  """The one-line refusal of a resume that would have to guess."""
+  steps = checkpoint_steps(ckpt_dir)
+  found = ', '.join(f'ckpt-{s}' for s in steps) or 'none'
+  return ValueError(
+      f'cannot resume from {ckpt_dir}: {reason}; checkpoints found: {found}; nothing was '
+      'deleted; resume from one of them with --checkpoint=STEP, or with '
+      f'--checkpoint={LATEST_INTACT} from the newest that restores')
+
+
+def restore_checkpoint(checkpoint, path, partial=False):
+  """checkpoint.restore(path), every object of `checkpoint` matched (and with `partial`, saved
+  objects it lacks skipped); a failure is a ValueError holding the first line of TF's error."""
   try:
-    config = json.loads(text)
-  except ValueError as e:
-    raise ValueError(f'{path} is not valid JSON ({e}): restore it from a copy, or rewrite it from '
-                     'the training config (ConfigDict.to_json_best_effort)') from e
-  if not isinstance(config, dict):
-    raise ValueError(f'{path} holds a JSON {type(config).__name__}, not a config object')
-  _migrate(config)
-  experiment = registry.EXPERIMENTS.get(config.get('experiment', 'synthesis'))
-  if experiment is not None:  # an unknown kind is reported by whoever builds it
-    defaults = experiment.defaults().to_dict()
-    for section, fields in IMPLICIT_BEFORE.items():
-      defaults[section].update(fields)
-    filled = fill_missing(config, defaults)
-    if filled:
-      logging.warning('%s was written by an older version: defaults filled in for %s', path,
-                      ', '.join(filled))
-  return ml_collections.ConfigDict(config)
-
-
-# Fields whose default changed when they were added: a config.json written before they existed
-# gets the value the run was trained with (Mimicry's initialisation), not today's default.
-IMPLICIT_BEFORE = {'model': {'init': 'mimicry'}}
-
-
-def _migrate(config):
-  """Moves fields of older config.json files to where they live now, in place."""
-  latent_sphere = (config.get('generator') or {}).pop('latent_sphere', None)
-  if latent_sphere is not None:  # now a chain setting
-    for chain in ('langevin', 'sampling'):
-      if isinstance(config.get(chain), dict):
-        config[chain].setdefault('latent_sphere', latent_sphere)
-
-
-def fill_missing(config, defaults, prefix=''):
-  """Adds the fields of `defaults` that the dict `config` lacks, in place; their dotted names.
-
-  Values present in `config` stay as they are, and so do fields `defaults` does not know.
-  """
-  filled = []
-  for name, value in defaults.items():
-    if name not in config:
-      config[name] = value
-      filled.append(prefix + name)
-    elif isinstance(value, dict) and isinstance(config[name], dict):
-      filled += fill_missing(config[name], value, f'{prefix}{name}.')
-  return filled
+    status = checkpoint.restore(path)
+    (status.expect_partial() if partial else status).assert_existing_objects_matched()
+  except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
+    # IndexError: what TF's reader raises on a truncated file ("Read less bytes than requested").
+    detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    raise ValueError(detail) from e
 
 
 def list_checkpoints(ckpt_dir):
@@ -89,11 +58,11 @@ def list_checkpoints(ckpt_dir):
   Independent of the `checkpoint` state file, so a lost or garbled state file still shows what
   can be restored.
   """
-  return sorted(s for s in workdir_lib.checkpoint_steps(ckpt_dir)
+  return sorted(s for s in checkpoint_steps(ckpt_dir)
                 if tf.io.gfile.exists(os.path.join(ckpt_dir, f'ckpt-{s}.index')))
 
 
-def _state_file_checkpoint(ckpt_dir):
+def state_file_checkpoint(ckpt_dir):
   """The latest checkpoint the state file names, or None (no, unreadable or stale state file)."""
   verbosity = logging.get_verbosity()
   logging.set_verbosity(logging.ERROR)  # TF logs a garbled state file as a warning: we raise
@@ -116,12 +85,12 @@ def resolve_checkpoint(workdir, checkpoint=None, what=None, script=None):
   present = ', '.join(f'ckpt-{s}' for s in steps) or 'none'
   if checkpoint is not None:
     checkpoint = str(checkpoint)
-    path = workdir_lib.checkpoint_path(ckpt_dir, checkpoint)
+    path = checkpoint_path(ckpt_dir, checkpoint)
     if not tf.io.gfile.exists(path + '.index'):
       raise ValueError(f'--checkpoint={checkpoint}: no checkpoint {path} (.index missing); '
                        f'checkpoints in {ckpt_dir}: {present}')
     return path
-  latest = _state_file_checkpoint(ckpt_dir)
+  latest = state_file_checkpoint(ckpt_dir)
   if latest:
     return latest
   if steps:
@@ -139,29 +108,36 @@ def restore(path, items, what='the networks', hint=''):
   restore of saved state outside the trainer. Other saved objects (optimizers, bank) are skipped;
   an item the checkpoint lacks, or of another shape, is a one-line ValueError."""
   try:
-    tf.train.Checkpoint(**items).restore(path).expect_partial().assert_existing_objects_matched()
-  except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
-    # IndexError: TF's reader of a truncated .data file.
-    detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    restore_checkpoint(tf.train.Checkpoint(**items), path, partial=True)
+  except ValueError as e:
     raise ValueError(f'cannot restore {what} from {path} (truncated, or a checkpoint of other '
-                     f'networks?): {detail}{hint}') from e
+                     f'networks?): {e}{hint}') from e
 
 
-def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpoint=None):
-  """The inference model of workdir's run, restored from `checkpoint` (a step N, i.e. ckpt-N of
-  workdir/checkpoints, or a checkpoint path; default: the latest)."""
-  config = load_config(workdir)
-  experiment = registry.get(config.get('experiment', 'synthesis'))
-  if experiment.inference is None:
-    raise ValueError(f'workdir {workdir} holds a {experiment.kind!r} run; loadable experiments: '
-                     f'{", ".join(registry.loadable())}')
-  path = resolve_checkpoint(workdir, checkpoint)
-  with (strategy or tf.distribute.get_strategy()).scope():
-    model = experiment.inference_model(config)
-  step = tf.Variable(0, dtype=tf.int64, trainable=False)
-  others = [s for s in list_checkpoints(os.path.join(workdir, 'checkpoints'))
-            if not path.endswith(f'ckpt-{s}')]
-  restore(path, dict(step=step, **model.checkpoint_items()),
-          f'a {experiment.kind} model built from its config.json',
-          f'; try --checkpoint={others[-1]}' if others else '')
-  return Run(config=config, model=model, step=int(step.numpy()), checkpoint=path, workdir=workdir)
+# ---- checkpoint managers -------------------------------------------------------------------------
+def checkpoint_managers(ckpt_dir, step, items, local_items, keep, worker_index=0, is_chief=True,
+                        multi_worker=False):
+  """(checkpoint, manager, local checkpoint, local manager, archive manager) of a run.
+
+  One worker: one checkpoint holds everything, replica-local parts (the bank) included. Several:
+  the chief writes the replicated state to checkpoints/, the others to a temporary directory they
+  delete (tf.distribute's convention), and every worker keeps its replica-local state in its own
+  checkpoints/local/worker<i>/. Archived snapshots (checkpoints/archive/, never deleted; score_sde's
+  checkpoints-meta vs checkpoints split) are written by the chief only.
+  """
+  local_checkpoint = local_manager = None
+  if not multi_worker:
+    checkpoint = tf.train.Checkpoint(step=step, **items, **local_items)
+    write_dir = ckpt_dir
+  else:
+    checkpoint = tf.train.Checkpoint(step=step, **items)
+    local_checkpoint = tf.train.Checkpoint(**local_items)
+    local_manager = tf.train.CheckpointManager(
+        local_checkpoint, os.path.join(ckpt_dir, 'local', f'worker{worker_index}'),
+        max_to_keep=keep, step_counter=step)
+    write_dir = ckpt_dir if is_chief else os.path.join(ckpt_dir, f'.tmp_worker{worker_index}')
+  manager = tf.train.CheckpointManager(checkpoint, write_dir, max_to_keep=keep, step_counter=step)
+  archive = (tf.train.CheckpointManager(checkpoint, os.path.join(ckpt_dir, 'archive'),
+                                        max_to_keep=None, step_counter=step)
+             if is_chief else None)
+  return checkpoint, manager, local_checkpoint, local_manager, archive

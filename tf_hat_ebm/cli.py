@@ -17,9 +17,9 @@ from absl import logging  # noqa: E402
 
 HELP_ARGS = ('-h', '-?', '--help', '--helpshort', '--helpfull')
 # Console entry points (pyproject.toml) -> the experiments/ script each one runs.
-SCRIPTS = {'train': 'train_synthesis.py', 'sample': 'sample.py', 'export': 'export.py',
+SCRIPTS = {'train': 'train.py', 'sample': 'sample.py', 'export': 'export.py',
            'evaluate-fid': 'evaluate_fid.py', 'evaluate-ood': 'evaluate_ood.py',
-           'compare': 'sample_refinement.py', 'import-release': 'import_release.py'}
+           'compare': 'compare_baselines.py', 'import-release': 'import_release.py'}
 
 
 def one_line(error):

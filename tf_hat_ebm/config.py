@@ -1,6 +1,7 @@
 """The config schema and neutral defaults of each experiment kind; TensorFlow-free.
 
-An experiment config (experiments/configs/*.py) is `defaults(kind)` plus only its differences. The
+An experiment config (experiments/configs/*.py) is `registry.defaults(kind)` plus only its
+differences; registry.py names each kind's defaults function here. The
 defaults of every kind are the paper's CIFAR-10 32x32 run of that kind (appendix tables), so a
 paper config is a handful of lines. A kind's config holds only the fields its task reads:
   synthesis    hat network and generator trained in tandem (Alg. 1): langevin, sampling, bank
@@ -8,9 +9,11 @@ paper config is a handful of lines. A kind's config holds only the fields its ta
   sngan        the SN-GAN whose generator a refinement starts from (Mimicry's settings)
   autoencoder  the deterministic autoencoder whose decoder a retrofit starts from
 """
+import importlib.util
+import os
+
 import ml_collections
 
-KINDS = ('synthesis', 'joint', 'sngan', 'autoencoder')
 # Fields that hold None by default need a float type, or overrides could not set them.
 _OPTIONAL_FLOATS = ('max_drift', 'prior_sigma', 'hat_clip_norm', 'gen_clip_norm', 'disc_clip_norm')
 
@@ -248,17 +251,6 @@ def autoencoder_defaults():
   return config
 
 
-_DEFAULTS = {'synthesis': synthesis_defaults, 'joint': joint_defaults, 'sngan': sngan_defaults,
-             'autoencoder': autoencoder_defaults}
-
-
-def defaults(kind):
-  """The neutral defaults of an experiment kind: a fresh, unlocked ConfigDict."""
-  if kind not in _DEFAULTS:
-    raise ValueError(f'unknown experiment kind {kind!r}; known: {", ".join(KINDS)}')
-  return _DEFAULTS[kind]()
-
-
 def digits(config, name, steps, batch_size=32, every=None):
   """The embedded digits (16x16x1) with a run sized for a 2-core CPU: `steps` steps of
   `batch_size`, a log line and checkpoint / grid every `every` steps (default steps / 4)."""
@@ -282,3 +274,18 @@ def retrofit(config, path):
   for field in ('z_dim', 'disc_width', 'gen_batch_stats'):  # an SN-GAN's: the decoder has none
     del config.model[field]
   return config
+
+
+def load_file(path, *args):
+  """get_config(*args) of the config file at `path` (config files load by path, as --config)."""
+  spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-len('.py')], path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.get_config(*args)
+
+
+def sibling(config_file, name, *args):
+  """get_config(*args) of the config file `name`.py beside `config_file` (a config's __file__):
+  a config that builds on another."""
+  return load_file(os.path.join(os.path.dirname(os.path.abspath(config_file)), f'{name}.py'),
+                   *args)

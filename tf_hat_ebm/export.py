@@ -10,7 +10,8 @@ and its workdir give the same samples for the same seed. Loading needs TensorFlo
 `num_samples` and `seed` are int64 scalars (Python ints convert). Inputs are checked inside the
 functions: 1 <= num_samples <= MAX_SAMPLES, and energy images non-empty, finite, in [-1, 1].
 
-Joint (refinement / retrofit) models (`JointHatEBMModule`) move Y and Z along the chain and add
+Synthesis models are `ConditionalHatEBMModule`s. Joint (refinement / retrofit) models
+(`JointHatEBMModule`) move Y and Z along the chain and add
 `refine(latents)`: the joint chain from given latents, e.g. a GAN's own samples' latents.
 """
 import dataclasses
@@ -21,7 +22,6 @@ import numpy as np
 import tensorflow as tf
 
 from tf_hat_ebm import langevin
-from tf_hat_ebm import registry
 
 # Input dtypes that get a traced "wrong dtype" function, so that they fail with our message rather
 # than with the SavedModel's "could not find matching concrete function".
@@ -78,7 +78,9 @@ class _FrozenGeneratorCall:
 
 
 class HatEBMModule(tf.Module):
-  """Sampling chain and energy of a conditional Hat EBM (X = G(Z) + Y, Z fixed along the chain)."""
+  """What every exported Hat EBM has: its networks' variables, the sampling chain's settings,
+  `energy` and the signatures. The chain itself (`sample`, `sample_path`) is the subclass's:
+  ConditionalHatEBMModule (synthesis) or JointHatEBMModule (refinement, retrofit)."""
 
   def __init__(self, model, image_shape, path_steps=None, name='hat_ebm'):
     """model: a tasks.base.InferenceModel (H, G and the sampling chain of a restored run)."""
@@ -112,49 +114,6 @@ class HatEBMModule(tf.Module):
   @property
   def expected_shape(self):
     return '[N, {}, {}, {}]'.format(*self._image_shape)
-
-  # ---- sampling ------------------------------------------------------------------------------
-  def _start(self, num_samples, seed, function):
-    with tf.control_dependencies(check_num_samples(num_samples, function)):
-      self.rng.reset_from_seed(seed)  # deterministic for a seed, whatever was sampled before
-    z = langevin.initial_latent(self._generator_call, self.rng, self._settings, num_samples)
-    g_z = tf.cast(self._generator_call(z), tf.float32)  # once per chain: Z stays fixed
-    y0 = langevin.initial_residual(self.rng, tf.shape(g_z), self._settings)
-    return g_z, y0
-
-  def _run(self, g_z, y, steps):
-    if steps == 0:
-      return y
-    settings = dataclasses.replace(self._settings, steps=steps)
-    y, _ = langevin.sample_conditional(self._hat_fn, g_z, self.rng, settings, y0=y)
-    return y
-
-  @tf.function(input_signature=_SAMPLE_SIGNATURE)
-  def sample(self, num_samples, seed):
-    """num_samples samples of the configured chain.
-
-    images: X = G(Z) + Y clipped to [-1, 1] (G's 2 tanh range lets the sum overshoot);
-    generator_images G(Z) and residuals Y unclipped.
-    """
-    with tf.control_dependencies(check_num_samples(num_samples, 'sample')):
-      self.rng.reset_from_seed(seed)  # deterministic for a seed, whatever was sampled before
-    # The chain of training and evaluation (langevin.sample), from the same RNG stream.
-    _, y, g_z, _ = langevin.sample(self._hat_fn, self._generator_call, self.rng, self._settings,
-                                   batch_size=num_samples)
-    return {'images': clip_images(g_z + y), 'generator_images': g_z, 'residuals': y}
-
-  @tf.function(input_signature=_SAMPLE_SIGNATURE)
-  def sample_path(self, num_samples, seed):
-    """The same chains as `sample`, stopped at `path_steps`: [steps, N, ...] per output."""
-    g_z, y = self._start(num_samples, seed, 'sample_path')
-    ys, done = [], 0
-    for step in self._path_steps:  # run in segments; the noise stream is the same as `sample`'s
-      y = self._run(g_z, y, step - done)
-      done = step
-      ys.append(y)
-    ys = tf.stack(ys)
-    return {'images': clip_images(g_z[None] + ys), 'generator_images': g_z, 'residuals': ys,
-            'steps': tf.identity(self.path_steps)}
 
   # ---- energy --------------------------------------------------------------------------------
   @tf.function
@@ -198,6 +157,51 @@ class HatEBMModule(tf.Module):
     return {'sample': self.sample.get_concrete_function(),
             'sample_path': self.sample_path.get_concrete_function(),
             'energy': self.energy_functions()[0], **self.extra_signatures()}
+
+
+class ConditionalHatEBMModule(HatEBMModule):
+  """A conditional Hat EBM (synthesis): X = G(Z) + Y, Z fixed along the chain."""
+
+  def _start(self, num_samples, seed, function):
+    with tf.control_dependencies(check_num_samples(num_samples, function)):
+      self.rng.reset_from_seed(seed)  # deterministic for a seed, whatever was sampled before
+    _, g_z, y0 = langevin.conditional_start(self._generator_call, self.rng, self._settings,
+                                            num_samples)
+    return g_z, y0
+
+  def _run(self, g_z, y, steps):
+    if steps == 0:
+      return y
+    settings = dataclasses.replace(self._settings, steps=steps)
+    y, _ = langevin.sample_conditional(self._hat_fn, g_z, self.rng, settings, y0=y)
+    return y
+
+  @tf.function(input_signature=_SAMPLE_SIGNATURE)
+  def sample(self, num_samples, seed):
+    """num_samples samples of the configured chain.
+
+    images: X = G(Z) + Y clipped to [-1, 1] (G's 2 tanh range lets the sum overshoot);
+    generator_images G(Z) and residuals Y unclipped.
+    """
+    with tf.control_dependencies(check_num_samples(num_samples, 'sample')):
+      self.rng.reset_from_seed(seed)  # deterministic for a seed, whatever was sampled before
+    # The chain of training and evaluation (langevin.sample), from the same RNG stream.
+    _, y, g_z, _ = langevin.sample(self._hat_fn, self._generator_call, self.rng, self._settings,
+                                   batch_size=num_samples)
+    return {'images': clip_images(g_z + y), 'generator_images': g_z, 'residuals': y}
+
+  @tf.function(input_signature=_SAMPLE_SIGNATURE)
+  def sample_path(self, num_samples, seed):
+    """The same chains as `sample`, stopped at `path_steps`: [steps, N, ...] per output."""
+    g_z, y = self._start(num_samples, seed, 'sample_path')
+    ys, done = [], 0
+    for step in self._path_steps:  # run in segments; the noise stream is the same as `sample`'s
+      y = self._run(g_z, y, step - done)
+      done = step
+      ys.append(y)
+    ys = tf.stack(ys)
+    return {'images': clip_images(g_z[None] + ys), 'generator_images': g_z, 'residuals': ys,
+            'steps': tf.identity(self.path_steps)}
 
 
 class JointHatEBMModule(HatEBMModule):
@@ -265,8 +269,8 @@ class JointHatEBMModule(HatEBMModule):
 
 
 def build_module(run, path_steps=None):
-  """The exportable module of a restored `checkpoints.Run` (its experiment's, registry.py)."""
-  return registry.for_config(run.config).export_module(run.model, run.config, path_steps)
+  """The exportable module of a restored `runs.Run` (its kind's, registry.py)."""
+  return run.kind.export_module(run.model, run.config, path_steps)
 
 
 def save(module, output_dir):

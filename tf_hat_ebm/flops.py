@@ -26,6 +26,8 @@ is used.
 """
 import tensorflow as tf
 
+from tf_hat_ebm import langevin
+
 
 def forward_flops(model, input_shape, dtype=tf.float32):
   """Float operations of model(x) for x of input_shape (batch included), by tf.profiler."""
@@ -67,3 +69,17 @@ def joint_step_flops(hat_flops_per_image, gen_flops_per_image, batch, steps, lat
   return (joint_sampler_flops(hat_flops_per_image, gen_flops_per_image, batch, steps,
                               latent_first, use_residual)
           + 6 * batch * hat_flops_per_image)
+
+
+def synthesis(config, h, g, batch, steps):
+  """(FLOPs of a synthesis training step, of its chain): the synthesis kind's formula."""
+  del config  # the timed variants all do the same work but `release` (its own baseline)
+  return synthesis_step_flops(h, g, batch, steps), sampler_flops(h, g, batch, steps)
+
+
+def joint(config, h, g, batch, steps):
+  """(FLOPs of a joint training step, of its chain) in the config's chain order."""
+  settings = langevin.ChainSettings.from_config(config.langevin)
+  order = dict(latent_first=settings.latent_first, use_residual=settings.use_residual)
+  return (joint_step_flops(h, g, batch, steps, **order),
+          joint_sampler_flops(h, g, batch, steps, **order))

@@ -18,7 +18,9 @@ import os
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
+from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import nets
+from tf_hat_ebm import workdir as workdir_lib
 
 SOURCES = ('sngan', 'autoencoder', 'savedmodel', 'factory')
 
@@ -132,7 +134,7 @@ def load_decoder(workdir, config, checkpoint=None, precision='float32'):
             nets.latent_shape_for(data.image_size))
   # An imported decoder has no config.json beside its checkpoints: the restore checks the shapes.
   if tf.io.gfile.exists(os.path.join(workdir, 'config.json')):
-    saved = checkpoints.load_config(workdir)
+    saved = workdir_lib.load_config(workdir, lambda _: config_lib.autoencoder_defaults())
     size = saved.data.image_size
     have = (size, saved.data.channels, saved.model.gen_width, nets.latent_shape_for(size))
     if have != wanted:

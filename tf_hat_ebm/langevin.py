@@ -163,15 +163,6 @@ def generate(generator, z):
   return tf.cast(generator(z, training=False), tf.float32)
 
 
-def latent_energy_and_grad(hat, generator, z, y, temperature):
-  """U(Y, Z) = H(G(Z) + Y)/T per sample and its gradient with respect to Z (through G)."""
-  with tf.GradientTape() as tape:
-    tape.watch(z)
-    energy = hat_energy(hat, generate(generator, z) + y, temperature)
-    total = tf.reduce_sum(energy)
-  return energy, tape.gradient(total, z)
-
-
 def project_to_sphere(z):
   """Each latent rescaled to norm sqrt(m), m its number of entries (where N(0, I) concentrates)."""
   m = float(np.prod(z.shape[1:]))
@@ -194,10 +185,16 @@ def sample(hat, generator, rng, settings, batch_size=None, z0=None, generator_fn
   """
   if settings.joint:
     return sample_joint(hat, generator, rng, settings, batch_size=batch_size, z0=z0)
+  z, g_z, y0 = conditional_start(generator, rng, settings, batch_size, z0)
+  y, diagnostics = sample_conditional(hat, g_z, rng, settings, y0=y0, generator_fn=generator_fn)
+  return z, y, g_z, diagnostics
+
+
+def conditional_start(generator, rng, settings, batch_size=None, z0=None):
+  """(Z0, G(Z0), Y0) of the conditional chain: G(Z) once per chain, since Z stays fixed."""
   z = initial_latent(generator, rng, settings, batch_size, z0)
   g_z = tf.cast(generator(z), tf.float32)
-  y, diagnostics = sample_conditional(hat, g_z, rng, settings, generator_fn=generator_fn)
-  return z, y, g_z, diagnostics
+  return z, g_z, initial_residual(rng, tf.shape(g_z), settings)
 
 
 def sample_joint(hat, generator, rng, settings, batch_size=None, z0=None, y0=None):

@@ -8,7 +8,7 @@ and shape. Two facts of the release matter: its generators reshape the dense out
 [-1, ngf, 4, 4] before transposing to NHWC (so the dense columns are permuted here), and its batch
 norms keep their initial statistics 0 / 1 with epsilon 1e-3 (as ours).
 
-`import_release` writes a workdir that `checkpoints.load_run` (and so sample.py, evaluate_fid.py,
+`import_release` writes a workdir that `runs.load_run` (and so sample.py, evaluate_fid.py,
 evaluate_ood.py, export.py) restores: config.json plus a checkpoint of the run's inference model.
 """
 import os
@@ -16,7 +16,6 @@ import os
 import ml_collections
 import tensorflow as tf
 
-from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import nets
 from tf_hat_ebm import registry
 
@@ -143,14 +142,14 @@ def _joint_generator(config, generator, decoder, encoder, generator_workdir):
     config.model.disc_width = 0  # no discriminator (0 survives the defaults of load_config)
     model = load_release_weights(
         nets.make_generator(config.model, data.image_size, data.channels), generator)
-    gen_config = config_lib.defaults('sngan')
+    gen_config = registry.defaults('sngan')
     gen_config.name = f'{config.name}_generator'
     gen_config.data = ml_collections.ConfigDict(config.data.to_dict())
     gen_config.model = ml_collections.ConfigDict(config.model.to_dict())
     return config, gen_config, dict(generator=model)
   if gcfg.source == 'autoencoder':
     _require(decoder, 'decoder', 'a retrofit config')
-    ae_config = config_lib.defaults('autoencoder')
+    ae_config = registry.defaults('autoencoder')
     ae_config.name = f'{config.name}_autoencoder'
     ae_config.data = ml_collections.ConfigDict(config.data.to_dict())
     for key in ('gen_width', 'out_factor', 'init'):
@@ -176,25 +175,38 @@ def import_release(config, workdir, hat, generator=None, decoder=None, encoder=N
   """
   _require(hat, 'hat', 'every import')
   step = int(config.training.num_steps if step is None else step)
-  _check_new(workdir)
-  if config.experiment == 'joint':
-    generator_workdir = generator_workdir or os.path.join(workdir, 'generator')
-    _check_new(generator_workdir)
-    config, gen_config, gen_items = _joint_generator(config, generator, decoder, encoder,
-                                                     generator_workdir)
-    data = config.data
-    hat_model = load_release_weights(
-        nets.make_hat(config.model, data.image_size, data.channels), hat)
-    _write_workdir(generator_workdir, gen_config, step, gen_items)
-    model = registry.get('joint').inference_model(config)  # loads the generator just written
-    model.hat.set_weights(hat_model.get_weights())
-  elif config.experiment == 'synthesis':
-    _require(generator, 'generator', 'a synthesis config')
-    model = registry.get('synthesis').inference_model(config)
-    load_release_weights(model.hat, hat)
-    load_release_weights(model.generator, generator)
-  else:
+  kind = registry.for_config(config)
+  if kind.release is None:
     raise ValueError(f'config.experiment {config.experiment!r}: the release publishes synthesis, '
                      'refinement and retrofit models only')
+  _check_new(workdir)
+  config, model = dict(conditional=_conditional, joint=_joint)[kind.release](
+      config, step, hat, generator=generator, decoder=decoder, encoder=encoder,
+      generator_workdir=generator_workdir or os.path.join(workdir, 'generator'))
   _write_workdir(workdir, config, step, model.checkpoint_items())
   return workdir
+
+
+def _conditional(config, step, hat, generator=None, **unused):
+  """(config, inference model) of a synthesis run holding the release's H and G."""
+  del step, unused
+  _require(generator, 'generator', 'a synthesis config')
+  model = registry.for_config(config).inference_model(config)
+  load_release_weights(model.hat, hat)
+  load_release_weights(model.generator, generator)
+  return config, model
+
+
+def _joint(config, step, hat, generator=None, decoder=None, encoder=None, generator_workdir=None):
+  """(config, inference model) of a joint run holding the release's H; its generator (refinement)
+  or decoder (retrofit) is written to `generator_workdir` first."""
+  _check_new(generator_workdir)
+  config, gen_config, gen_items = _joint_generator(config, generator, decoder, encoder,
+                                                   generator_workdir)
+  data = config.data
+  hat_model = load_release_weights(
+      nets.make_hat(config.model, data.image_size, data.channels), hat)
+  _write_workdir(generator_workdir, gen_config, step, gen_items)
+  model = registry.for_config(config).inference_model(config)  # loads the generator just written
+  model.hat.set_weights(hat_model.get_weights())
+  return config, model

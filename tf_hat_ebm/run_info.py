@@ -17,6 +17,7 @@ import time
 
 import tensorflow as tf
 
+from tf_hat_ebm import workdir as workdir_lib
 from tpu_utils import hardware
 
 try:
@@ -73,7 +74,7 @@ class Run:
     """Prints the precision (for tasks that have one) and appends this run's entry."""
     entry = dict(started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
                  start_step=int(step), **hardware.describe(strategy))
-    if getattr(task, 'precision', None):
+    if task.precision:
       entry.update(precision=task.precision, precision_reason=task.precision_reason)
       self.log(f'precision: {task.precision} ({task.precision_reason})')
     if self.write:
@@ -122,6 +123,4 @@ class Run:
     return list(runs)
 
   def _write(self, runs):
-    with tf.io.gfile.GFile(self.path + '.tmp', 'w') as f:
-      f.write(json.dumps({'runs': runs}, indent=2))
-    tf.io.gfile.rename(self.path + '.tmp', self.path, overwrite=True)
+    workdir_lib.write_atomic(self.path, json.dumps({'runs': runs}, indent=2))

@@ -16,9 +16,10 @@ from tf_hat_ebm import checkpoints
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import nets
 from tf_hat_ebm import registry
+from tf_hat_ebm import workdir as workdir_lib
+from tf_hat_ebm.actions import DivergenceError
 from tf_hat_ebm.cli import define_checkpoint_and_overwrite_flags  # noqa: F401 (the scripts')
 from tf_hat_ebm.cli import fail, one_line, run  # noqa: F401 (the scripts')
-from tf_hat_ebm.trainer import DivergenceError
 from tf_hat_ebm.trainer import Trainer
 
 USER_ERRORS = (ValueError, DivergenceError, FileNotFoundError, PermissionError,
@@ -29,11 +30,6 @@ EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
 FLOAT32_MAX = float(tf.float32.max)
 CHAIN_SECTIONS = ('langevin', 'sampling', 'ddls')
-
-
-def task_class(config):
-  """The task class of config.experiment (registry.py)."""
-  return registry.for_config(config).task_class()
 
 
 def _check_number(field, value, low, strict=False, integer=False):
@@ -78,10 +74,11 @@ def validate(config):
   check_ranges(config)
 
 
-def train(task_cls, config, workdir, strategy, num_steps=None, verbose=True,
-          allow_config_change=False, resume_from=None):
-  validate(config)
-  task = task_cls(config, strategy)
+def train(config, workdir, strategy, num_steps=None, verbose=True, allow_config_change=False,
+          resume_from=None):
+  """Trains the config's kind of task in workdir: the one entry of every training script."""
+  validate(config)  # before the task builds anything: one line per out-of-range field
+  task = registry.for_config(config).make_task(config, strategy)
   trainer = Trainer(task, config, workdir, strategy, verbose=verbose,
                     allow_config_change=allow_config_change, resume_from=resume_from)
   return trainer, trainer.train(num_steps)
@@ -140,10 +137,7 @@ def write_json(path, result):
     text = json.dumps(result, indent=2, allow_nan=False)
   except ValueError as e:  # a NaN or Inf result is an error, never a file
     raise ValueError(f'{path} not written: the result holds NaN or Inf ({result})') from e
-  tmp = f'{path}.tmp'
-  with tf.io.gfile.GFile(tmp, 'w') as f:
-    f.write(text)
-  tf.io.gfile.rename(tmp, path, overwrite=True)
+  workdir_lib.write_atomic(path, text)
 
 
 def interrupted_training(workdir):

@@ -1,23 +1,23 @@
-"""A training workdir: its layout, lock, config check, checkpoint managers and housekeeping.
+"""A training workdir: its layout, lock, config.json (read, checked, written) and housekeeping.
 
-Layout (score_sde's): checkpoints/ (ckpt-N, archive/, local/worker<i>/ with several workers),
-tensorboard/, samples/, config.json, run_info.json, train.lock.
+Layout (score_sde's): checkpoints/ (ckpt-N, archive/, local/worker<i>/ with several workers;
+checkpoints.py), tensorboard/, samples/, config.json, run_info.json, train.lock.
 
-Nothing here deletes a checkpoint: a resume that cannot tell which checkpoint to use stops and
-says which ones exist (`resume_error`); only the exact leftovers of a killed write are removed.
+Only the exact leftovers of a killed write are ever removed here.
 """
 import json
 import os
 import re
 import socket
 
+from absl import logging
+import ml_collections
 import tensorflow as tf
 
-# Resume from the newest checkpoint that restores, skipping damaged newer ones (only on request).
-LATEST_INTACT = 'latest_intact'
+from tf_hat_ebm import checkpoints
+
 LOCK_NAME = 'train.lock'
 
-_CKPT_FILE = re.compile(r'^ckpt-(\d+)\.(index|data-\d+-of-\d+)$')
 # What a SIGKILL during a save leaves: TF's '<prefix>_temp/' shard folder, our config.json.tmp.
 _ORPHAN = re.compile(r'^ckpt-\d+_temp')
 
@@ -93,32 +93,6 @@ def _pid_alive(pid):
   return True
 
 
-def checkpoint_steps(ckpt_dir):
-  """Steps of every ckpt-N with any file (index or data) in ckpt_dir, newest first."""
-  if not tf.io.gfile.isdir(ckpt_dir):
-    return []
-  steps = {int(m.group(1)) for m in map(_CKPT_FILE.match, tf.io.gfile.listdir(ckpt_dir)) if m}
-  return sorted(steps, reverse=True)
-
-
-def checkpoint_path(ckpt_dir, spec):
-  """The checkpoint prefix a --checkpoint=PATH_OR_STEP names (a step means ckpt_dir/ckpt-STEP)."""
-  spec = str(spec).strip()
-  if spec.isdigit():
-    return os.path.join(ckpt_dir, f'ckpt-{int(spec)}')
-  return spec[:-len('.index')] if spec.endswith('.index') else spec
-
-
-def resume_error(ckpt_dir, reason):
-  """The one-line refusal of a resume that would have to guess."""
-  steps = checkpoint_steps(ckpt_dir)
-  found = ', '.join(f'ckpt-{s}' for s in steps) or 'none'
-  return ValueError(
-      f'cannot resume from {ckpt_dir}: {reason}; checkpoints found: {found}; nothing was '
-      'deleted; resume from one of them with --checkpoint=STEP, or with '
-      f'--checkpoint={LATEST_INTACT} from the newest that restores')
-
-
 def clean_orphans(workdir, ckpt_dirs, log=print):
   """Removes what a kill during a save leaves behind: ckpt-N_temp* and config.json.tmp."""
   removed = []
@@ -144,11 +118,64 @@ def clean_orphans(workdir, ckpt_dirs, log=print):
 
 
 # ---- the config a workdir was made with ---------------------------------------------------------
-# Config fields that decide the shapes in a checkpoint, or what the run means: a workdir made with
-# other values is not resumed (other fields, e.g. num_steps or logging, may change on resume).
-STRUCTURAL_KEYS = ('experiment', 'data.name', 'data.image_size', 'data.channels', 'model',
-                   'training.batch_size', 'training.bank_size', 'training.generator_update',
-                   'langevin.temperature')
+def load_config(workdir, defaults=None):
+  """workdir/config.json as a ConfigDict (the trainer writes it on the first run).
+
+  defaults: experiment name -> that kind's defaults (or None); the fields an older config.json
+  lacks are filled in from them. runs.load_config passes every kind's (registry.py).
+  """
+  path = os.path.join(workdir, 'config.json')
+  if not tf.io.gfile.exists(path):
+    raise ValueError(f'no config.json in workdir {workdir}: is it the --workdir of a training run?')
+  with tf.io.gfile.GFile(path) as f:
+    text = f.read()
+  try:
+    config = json.loads(text)
+  except ValueError as e:
+    raise ValueError(f'{path} is not valid JSON ({e}): restore it from a copy, or rewrite it from '
+                     'the training config (ConfigDict.to_json_best_effort)') from e
+  if not isinstance(config, dict):
+    raise ValueError(f'{path} holds a JSON {type(config).__name__}, not a config object')
+  _migrate(config)
+  kind_defaults = defaults(config.get('experiment', 'synthesis')) if defaults else None
+  if kind_defaults is not None:
+    kind_defaults = kind_defaults.to_dict()
+    for section, fields in IMPLICIT_BEFORE.items():
+      kind_defaults[section].update(fields)
+    filled = fill_missing(config, kind_defaults)
+    if filled:
+      logging.warning('%s was written by an older version: defaults filled in for %s', path,
+                      ', '.join(filled))
+  return ml_collections.ConfigDict(config)
+
+
+# Fields whose default changed when they were added: a config.json written before they existed
+# gets the value the run was trained with (Mimicry's initialisation), not today's default.
+IMPLICIT_BEFORE = {'model': {'init': 'mimicry'}}
+
+
+def _migrate(config):
+  """Moves fields of older config.json files to where they live now, in place."""
+  latent_sphere = (config.get('generator') or {}).pop('latent_sphere', None)
+  if latent_sphere is not None:  # now a chain setting
+    for chain in ('langevin', 'sampling'):
+      if isinstance(config.get(chain), dict):
+        config[chain].setdefault('latent_sphere', latent_sphere)
+
+
+def fill_missing(config, defaults, prefix=''):
+  """Adds the fields of `defaults` that the dict `config` lacks, in place; their dotted names.
+
+  Values present in `config` stay as they are, and so do fields `defaults` does not know.
+  """
+  filled = []
+  for name, value in defaults.items():
+    if name not in config:
+      config[name] = value
+      filled.append(prefix + name)
+    elif isinstance(value, dict) and isinstance(config[name], dict):
+      filled += fill_missing(config[name], value, f'{prefix}{name}.')
+  return filled
 
 
 def _lookup(tree, dotted):
@@ -157,19 +184,19 @@ def _lookup(tree, dotted):
   return tree
 
 
-def check_config(workdir, config, ckpt_dir, allow_change=False):
-  """Refuses a workdir whose checkpoints were made by a config with other networks or data."""
+def check_config(workdir, config, ckpt_dir, kind, allow_change=False):
+  """Refuses a workdir whose checkpoints were made by a config with other networks or data (the
+  fields `kind.structural_keys()` names); `kind` is config's (registry.Kind)."""
   try:
     tf.io.gfile.makedirs(workdir)
   except tf.errors.OpError as e:
     raise PermissionError(f'cannot create workdir {workdir}: {e.message}') from e
   path = os.path.join(workdir, 'config.json')
   # Any checkpoint file counts, not only one the state file names (it may be damaged).
-  if not (tf.io.gfile.exists(path) and checkpoint_steps(ckpt_dir)):
+  if not (tf.io.gfile.exists(path) and checkpoints.checkpoint_steps(ckpt_dir)):
     return
   # Through load_config: a config.json of an older version gets the defaults it ran with.
-  from tf_hat_ebm import checkpoints  # pylint: disable=g-import-not-at-top
-  previous = checkpoints.load_config(workdir).to_dict()
+  previous = load_config(workdir, kind.defaults_of).to_dict()
   current = json.loads(config.to_json_best_effort())
   saved = _lookup(previous, 'training.checkpoint_data_iterator')
   if saved is not None and saved != config.training.checkpoint_data_iterator:
@@ -178,48 +205,25 @@ def check_config(workdir, config, ckpt_dir, allow_change=False):
                      f'{workdir} were written; resume with '
                      f'--config.training.checkpoint_data_iterator={saved}')
   changed = [f'{k}: {_lookup(previous, k)!r} -> {_lookup(current, k)!r}'
-             for k in STRUCTURAL_KEYS if _lookup(previous, k) != _lookup(current, k)]
+             for k in kind.structural_keys()
+             if _lookup(previous, k) != _lookup(current, k)]
   if changed and not allow_change:
     raise ValueError(f'workdir {workdir} was made by a different config '
                      f'({"; ".join(changed)}); use a new --workdir, or '
                      '--allow_config_change to resume anyway')
 
 
+def write_atomic(path, content):
+  """Writes `content` (str or bytes) to `path` through path.tmp and a rename: a reader never sees
+  a half-written file, and a failed write leaves the old one."""
+  with tf.io.gfile.GFile(path + '.tmp', 'wb' if isinstance(content, bytes) else 'w') as f:
+    f.write(content)
+  tf.io.gfile.rename(path + '.tmp', path, overwrite=True)
+
+
 def write_config(workdir, config):
   """Writes config.json, once the restore succeeded (so it always matches the checkpoints)."""
-  path = os.path.join(workdir, 'config.json')
   try:
-    with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
-      f.write(config.to_json_best_effort(indent=2))
-    tf.io.gfile.rename(path + '.tmp', path, overwrite=True)
+    write_atomic(os.path.join(workdir, 'config.json'), config.to_json_best_effort(indent=2))
   except tf.errors.OpError as e:
     raise PermissionError(f'cannot write to workdir {workdir}: {e.message}') from e
-
-
-# ---- checkpoint managers -------------------------------------------------------------------------
-def checkpoint_managers(ckpt_dir, step, items, local_items, keep, worker_index=0, is_chief=True,
-                        multi_worker=False):
-  """(checkpoint, manager, local checkpoint, local manager, archive manager) of a run.
-
-  One worker: one checkpoint holds everything, replica-local parts (the bank) included. Several:
-  the chief writes the replicated state to checkpoints/, the others to a temporary directory they
-  delete (tf.distribute's convention), and every worker keeps its replica-local state in its own
-  checkpoints/local/worker<i>/. Archived snapshots (checkpoints/archive/, never deleted; score_sde's
-  checkpoints-meta vs checkpoints split) are written by the chief only.
-  """
-  local_checkpoint = local_manager = None
-  if not multi_worker:
-    checkpoint = tf.train.Checkpoint(step=step, **items, **local_items)
-    write_dir = ckpt_dir
-  else:
-    checkpoint = tf.train.Checkpoint(step=step, **items)
-    local_checkpoint = tf.train.Checkpoint(**local_items)
-    local_manager = tf.train.CheckpointManager(
-        local_checkpoint, os.path.join(ckpt_dir, 'local', f'worker{worker_index}'),
-        max_to_keep=keep, step_counter=step)
-    write_dir = ckpt_dir if is_chief else os.path.join(ckpt_dir, f'.tmp_worker{worker_index}')
-  manager = tf.train.CheckpointManager(checkpoint, write_dir, max_to_keep=keep, step_counter=step)
-  archive = (tf.train.CheckpointManager(checkpoint, os.path.join(ckpt_dir, 'archive'),
-                                        max_to_keep=None, step_counter=step)
-             if is_chief else None)
-  return checkpoint, manager, local_checkpoint, local_manager, archive

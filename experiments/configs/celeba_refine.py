@@ -2,11 +2,11 @@
 
   python experiments/train_refinement.py --config=experiments/configs/celeba_refine.py
 """
-from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 
 
 def get_config():
-  config = config_lib.defaults('joint')
+  config = registry.defaults('joint')
   config.name = 'celeba_refine'
   config.data.update(name='celeb_a', image_size=64)
   config.generator.path = 'workdir/celeba_sngan'

@@ -2,11 +2,11 @@
 
   python experiments/train_sngan.py --config=experiments/configs/celeba_sngan.py
 """
-from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 
 
 def get_config():
-  config = config_lib.defaults('sngan')
+  config = registry.defaults('sngan')
   config.name = 'celeba_sngan'
   config.data.update(name='celeb_a', image_size=64)
   config.model.update(gen_width=1024, disc_width=1024)

@@ -2,11 +2,11 @@
 
   python experiments/train_synthesis.py --config=experiments/configs/celeba_synth.py
 """
-from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 
 
 def get_config():
-  config = config_lib.defaults('synthesis')
+  config = registry.defaults('synthesis')
   config.name = 'celeba_synth'
   config.data.update(name='celeb_a', image_size=64)
   config.model.update(hat_width=1024, gen_width=1024)

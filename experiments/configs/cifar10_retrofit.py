@@ -4,10 +4,11 @@
 The release trained 25,000 steps (paper 30,000) with data noise 1e-2 (paper table 1e-3).
 """
 from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 
 
 def get_config():
-  config = config_lib.retrofit(config_lib.defaults('joint'), 'workdir/cifar10_autoencoder')
+  config = config_lib.retrofit(registry.defaults('joint'), 'workdir/cifar10_autoencoder')
   config.name = 'cifar10_retrofit'
   config.langevin.update(steps=100, step_size=5e-4, latent_step_size=1e-3, prior_sigma=0.1)
   config.sampling.update(steps=125, step_size=5e-4, latent_step_size=1e-3, prior_sigma=0.1,

@@ -2,10 +2,10 @@
 
   python experiments/train_sngan.py --config=experiments/configs/cifar10_sngan.py
 """
-from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 
 
 def get_config():
-  config = config_lib.defaults('sngan')
+  config = registry.defaults('sngan')
   config.name = 'cifar10_sngan'
   return config

@@ -3,10 +3,10 @@
   python experiments/train_synthesis.py --config=experiments/configs/cifar10_synth.py
 The release trained 50,000 steps at T 1e-8 (--config.langevin.temperature=1e-8).
 """
-from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 
 
 def get_config():
-  config = config_lib.defaults('synthesis')
+  config = registry.defaults('synthesis')
   config.name = 'cifar10_synth'
   return config

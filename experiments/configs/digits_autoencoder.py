@@ -5,12 +5,13 @@
 gradient steps can search, without which the retrofit over it ran away (docs/experiments.md).
 """
 from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 
 STEPS_PER_EPOCH = 1500 // 32  # 1,500 training digits, 46 full batches
 
 
 def get_config():
-  config = config_lib.digits(config_lib.defaults('autoencoder'), 'digits_autoencoder',
+  config = config_lib.digits(registry.defaults('autoencoder'), 'digits_autoencoder',
                              steps=20 * STEPS_PER_EPOCH, every=5 * STEPS_PER_EPOCH)
   config.model.update(enc_width=32, gen_width=32)
   config.training.update(steps_per_loop=STEPS_PER_EPOCH, log_every=STEPS_PER_EPOCH,

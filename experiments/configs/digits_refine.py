@@ -6,10 +6,11 @@ with K = 20, and hat lr 1e-4 (paper 1e-5 moves the chain too little in 300 steps
 use 1e-5, docs/experiments.md).
 """
 from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 
 
 def get_config():
-  config = config_lib.digits(config_lib.defaults('joint'), 'digits_refine', steps=300, every=100)
+  config = config_lib.digits(registry.defaults('joint'), 'digits_refine', steps=300, every=100)
   config.generator.path = 'workdir/digits_sngan'
   config.model.update(hat_width=32, gen_width=32, disc_width=32, z_dim=16)  # digits_sngan.py's
   for chain in (config.langevin, config.sampling):

@@ -6,10 +6,11 @@ larger steps than the paper's K = 100 so the chain reaches the encoder's latents
 decoder's sphere, the only latents it was trained on (docs/experiments.md).
 """
 from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 
 
 def get_config():
-  config = config_lib.digits(config_lib.retrofit(config_lib.defaults('joint'),
+  config = config_lib.digits(config_lib.retrofit(registry.defaults('joint'),
                                                  'workdir/digits_autoencoder'),
                              'digits_retrofit', steps=800, every=200)
   config.model.update(hat_width=32, gen_width=32)  # gen_width: digits_autoencoder.py's decoder

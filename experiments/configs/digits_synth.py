@@ -6,10 +6,11 @@ Data noise 0.03 hides the bilinear upscaling grid the hat would learn, and a 1,0
 the generator's targets ~30 steps old (docs/experiments.md: both ran away without).
 """
 from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 
 
 def get_config():
-  config = config_lib.digits(config_lib.defaults('synthesis'), 'digits_synth', steps=2000)
+  config = config_lib.digits(registry.defaults('synthesis'), 'digits_synth', steps=2000)
   config.model.update(hat_width=32, gen_width=64)
   # 20 steps at T 1e-8; drift 0.5 per step (2.5 was tuned for 32x32x3 and leaves stripes here).
   config.langevin.update(steps=20, temperature=1e-8, max_drift=0.5)

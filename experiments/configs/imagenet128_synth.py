@@ -3,7 +3,7 @@
   python experiments/train_synthesis.py --config=experiments/configs/imagenet128_synth.py
 Learning-rate drops: the release's by default, the paper's with `...imagenet128_synth.py:paper`.
 """
-from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 
 # Late learning-rate drops: (boundaries, hat rates after them, generator rates after them).
 LR_SCHEDULES = {
@@ -18,7 +18,7 @@ def get_config(schedule='release'):
   if schedule not in LR_SCHEDULES:
     raise ValueError(f'imagenet128 config: unknown schedule {schedule!r}; use one of '
                      f'{", ".join(LR_SCHEDULES)} (e.g. --config=imagenet128_synth.py:paper)')
-  config = config_lib.defaults('synthesis')
+  config = registry.defaults('synthesis')
   config.name = 'imagenet128_synth'
   # 1.28M images do not fit in memory, nor a 10,000-image shuffle buffer (2 GB) in a checkpoint.
   config.data.update(name='imagenet2012', image_size=128, cache=False)

@@ -17,7 +17,7 @@ from tf_hat_ebm.evaluation import fid
 
 def make_sampler(run):
   """f(z0, seed) -> {'generator', 'ddls' (when G comes with a discriminator), 'hat_ebm'} tensors
-  of a restored joint run (checkpoints.load_run).
+  of a restored joint run (runs.load_run).
 
   Every method starts from the same Z0; the chains' noise comes from a generator seeded `seed`.
   The Hat EBM samples through the exported module's chain: what export.py saves is what is scored.

@@ -17,6 +17,7 @@ import tensorflow as tf
 import tensorflow_gan as tfgan
 
 from tf_hat_ebm import data as data_lib
+from tf_hat_ebm import workdir as workdir_lib
 
 INCEPTION_HELP = (
     'provide it with --inception_path=DIR, a local copy of {url} (download '
@@ -109,9 +110,7 @@ def data_activations(data_cfg, split, feature_net, cache_dir, batch_size=250, ve
   tf.io.gfile.makedirs(os.path.dirname(path))
   buffer = io.BytesIO()  # np.savez seeks: build the file in memory, then write it (GCS too)
   np.savez(buffer, activations=acts)
-  with tf.io.gfile.GFile(path + '.tmp', 'wb') as f:
-    f.write(buffer.getvalue())
-  tf.io.gfile.rename(path + '.tmp', path, overwrite=True)  # never a half-written cache
+  workdir_lib.write_atomic(path, buffer.getvalue())  # never a half-written cache
   return acts
 
 

@@ -2,7 +2,8 @@
 
 A task owns its networks, optimizers, RNG and replica-local state; the trainer owns everything
 else (distributed input, the loop, checkpoints, summaries, grids, guards). `HatTask` adds what the
-two Hat EBM tasks share: the hat network, its update, the training and sampling chains.
+Hat EBM tasks share: the hat network, its update step (`ebm_step`), the training and sampling
+chains.
 """
 import dataclasses
 from typing import Any, Dict, Optional
@@ -22,6 +23,9 @@ class Task:
   metric_names = ()          # the keys of replica_step's result, in this order
   progress_metrics = ()      # shown on the progress bar
   batches_per_step = 1       # batches the input yields per step (SN-GAN: its n_dis D steps)
+  # The compute precision and why (nets.resolve_precision), reported and recorded in
+  # run_info.json by tasks that choose one.
+  precision = precision_reason = None
 
   def __init__(self, config, strategy):
     self.config, self.strategy = config, strategy
@@ -107,12 +111,22 @@ class HatTask(Task):
     self._grid_fn = None
     super().__init__(config, strategy)
 
-  def hat_update(self, x_pos, x_neg):
-    """theta <- Adam(grad (mean H(X+) - mean H(X-)) / T): (loss, grad norm, E+, E-)."""
+  def ebm_step(self, images):
+    """The Hat EBM update of every Hat EBM task, on this replica's batch:
+      X+ = data + data_eps * N(0, I);  (Z, Y_K) by the training chain;  X- = G(Z) + Y_K;
+      theta <- Adam(grad (mean H(X+) - mean H(X-)) / T).
+    Returns (Z, X-, metrics): energy_diff, ebm_loss, hat_grad_norm, energy_pos, energy_neg and the
+    chain's diagnostics."""
     ocfg = self.config.optim
-    return learning.ebm_update(self.hat, self.optimizers['hat'], x_pos, x_neg,
-                               self.settings.temperature, self.global_batch, ocfg.hat_clip_norm,
-                               ocfg.hat_clip_mode)
+    x_pos = learning.perturb_data(images, self.config.training.data_eps, self.rng)
+    z, y, g_z, diag = self.chain(self.rng, self.batch, self.settings)
+    x_neg = tf.stop_gradient(g_z + y)
+    ebm_value, hat_norm, e_pos, e_neg = learning.ebm_update(
+        self.hat, self.optimizers['hat'], x_pos, x_neg, self.settings.temperature,
+        self.global_batch, ocfg.hat_clip_norm, ocfg.hat_clip_mode)
+    return z, x_neg, dict(energy_diff=e_pos - e_neg,
+                          ebm_loss=ebm_value * self.strategy.num_replicas_in_sync,
+                          hat_grad_norm=hat_norm, energy_pos=e_pos, energy_neg=e_neg, **diag)
 
   def chain(self, rng, num, settings, z0=None):
     """The chain `settings` describes from fresh latents (or z0): (Z_K, Y_K, G(Z_K), diag)."""

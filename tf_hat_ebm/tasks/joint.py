@@ -6,11 +6,11 @@ Per training step, on every replica:
   Y0 = 0, Z0 ~ N(0, I);  X- = G(Z_K) + Y_K;  theta <- Adam(grad (mean H(X+) - mean H(X-))/T).
 The generator is named in `config.generator` (generators.py).
 """
+
 import tensorflow as tf
 
 from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
-from tf_hat_ebm import learning
 from tf_hat_ebm import nets
 from tf_hat_ebm import optim
 from tf_hat_ebm.tasks import base
@@ -62,10 +62,4 @@ class JointTask(base.HatTask):
               optim.network_schedule(self.config.optim, 'hat'))
 
   def replica_step(self, images):
-    x_pos = learning.perturb_data(images, self.config.training.data_eps, self.rng)
-    _, y, g_z, diag = self.chain(self.rng, self.batch, self.settings)
-    x_neg = tf.stop_gradient(g_z + y)
-    ebm_value, hat_norm, e_pos, e_neg = self.hat_update(x_pos, x_neg)
-    return dict(energy_diff=e_pos - e_neg,
-                ebm_loss=ebm_value * self.strategy.num_replicas_in_sync, hat_grad_norm=hat_norm,
-                energy_pos=e_pos, energy_neg=e_neg, **diag)
+    return self.ebm_step(images)[2]

@@ -97,12 +97,9 @@ class SynthesisTask(base.HatTask):
   # flow (the chain is a tf.while_loop), and converting it took over half of the tracing time.
   @tf.autograph.experimental.do_not_convert
   def replica_step(self, images):
+    """The EBM step (base.HatTask.ebm_step), then the generator's step towards the bank."""
     tcfg, ocfg = self.config.training, self.config.optim
-    x_pos = learning.perturb_data(images, tcfg.data_eps, self.rng)
-    z, y, g_z, diag = self.chain(self.rng, self.batch, self.settings)  # Z fixed along the chain
-    x_neg = tf.stop_gradient(g_z + y)
-    ebm_value, hat_norm, e_pos, e_neg = self.hat_update(x_pos, x_neg)
-
+    z, x_neg, metrics = self.ebm_step(images)  # Z fixed along the conditional chain
     if self.bank is not None:
       indices = self.bank.choose(self.rng, self.batch)
       z_target, x_target = self.bank.read(indices)
@@ -119,8 +116,5 @@ class SynthesisTask(base.HatTask):
     if self.bank is not None:
       self.bank.overwrite(indices, z, x_neg)
 
-    replicas = self.strategy.num_replicas_in_sync
-    return dict(energy_diff=e_pos - e_neg, ebm_loss=ebm_value * replicas,
-                gen_loss=gen_value * replicas, hat_grad_norm=hat_norm, gen_grad_norm=gen_norm,
-                residual_grad_norm=diag['residual_grad_norm'], residual_abs=diag['residual_abs'],
-                energy_pos=e_pos, energy_neg=e_neg)
+    return dict(metrics, gen_loss=gen_value * self.strategy.num_replicas_in_sync,
+                gen_grad_norm=gen_norm)

@@ -1,4 +1,11 @@
-"""The absl main shared by every training script: flags, strategy, task, train.
+r"""Trains any experiment: the kind of run comes from the config's `experiment` (registry.py).
+
+  python experiments/train.py --config=experiments/configs/digits_synth.py
+  python experiments/train.py --config=experiments/configs/cifar10_refine.py \
+      --config.generator.path=/data/runs/cifar10_sngan --workdir=gs://bucket/refine --tpu=my-tpu
+
+train_synthesis.py, train_refinement.py, train_retrofit.py, train_sngan.py and
+train_autoencoder.py are this script with another default --config. Flags:
 
   --config   ml_collections config file (locked: a misspelt override is an error)
   --workdir  run directory (default: workdir/<config name>); rerunning resumes from it
@@ -6,7 +13,7 @@
   --allow_config_change  resume a workdir made by a config with other networks, data or batch
   --checkpoint  resume from this checkpoint (step or path), or latest_intact: the newest that
                 restores; by default the latest, and a damaged one stops the run
-The task comes from the config's `experiment` (run_lib.task_class).
+Running the same command again resumes from the workdir's latest checkpoint.
 """
 import os
 
@@ -41,10 +48,15 @@ def main(argv):
   config = FLAGS.config
   workdir = FLAGS.workdir or os.path.join('workdir', config.name)
   run_lib.main_guard(lambda: run_lib.train(
-      run_lib.task_class(config), config, workdir, tpu_utils.make_strategy(FLAGS.tpu),
+      config, workdir, tpu_utils.make_strategy(FLAGS.tpu),
       allow_config_change=FLAGS.allow_config_change, resume_from=FLAGS.checkpoint),
       interrupted=lambda: run_lib.interrupted_training(workdir))
 
 
 def run(default_config):
+  """The script's main, with --config defaulting to experiments/configs/<default_config>."""
   cli.run(main, lambda: define_flags(default_config))
+
+
+if __name__ == '__main__':
+  run('digits_synth.py')

@@ -1,7 +1,8 @@
-r"""Side-by-side samples of a joint Hat EBM run: the generator alone, DDLS and the Hat EBM.
+r"""The Hat EBM beside its baselines, for any run over a frozen generator (refinement, retrofit):
+side-by-side samples of the generator alone, DDLS and the Hat EBM. (Samples of any run: sample.py.)
 
-  python experiments/sample_refinement.py --workdir=workdir/digits_refine    # SN-GAN, DDLS, Hat EBM
-  python experiments/sample_refinement.py --workdir=workdir/digits_retrofit  # decoder, Hat EBM
+  python experiments/compare_baselines.py --workdir=workdir/digits_refine    # SN-GAN, DDLS, Hat EBM
+  python experiments/compare_baselines.py --workdir=workdir/digits_retrofit  # decoder, Hat EBM
 
 The run's config comes from its workdir (config.json), as for every evaluation script.
 
@@ -34,9 +35,10 @@ FLAGS = flags.FLAGS
 cli.answer_help()
 
 import numpy as np  # noqa: E402
-from tf_hat_ebm import checkpoints  # noqa: E402
 from tf_hat_ebm import images as images_lib  # noqa: E402
+from tf_hat_ebm import registry  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
+from tf_hat_ebm import runs  # noqa: E402
 from tf_hat_ebm.evaluation import compare  # noqa: E402
 from tf_hat_ebm.evaluation import features  # noqa: E402
 # What this script writes into --out (an --overwrite rerun removes exactly these first).
@@ -62,11 +64,11 @@ def main(argv):
     if FLAGS.fid_samples == 1:
       raise ValueError('--fid_samples must be 0 (no FID) or >= 2 (a covariance needs two)')
     run_lib.check_output_dir(out_dir, FLAGS.overwrite, 'out')  # before any work
-    loaded = checkpoints.load_run(workdir, checkpoint=FLAGS.checkpoint)
+    loaded = runs.load_run(workdir, checkpoint=FLAGS.checkpoint)
     config, step = loaded.config, loaded.step
-    if config.experiment != 'joint':
-      raise ValueError(f'--workdir={workdir} holds a {config.experiment} run; this script '
-                       'compares joint (refinement, retrofit) runs: use sample.py')
+    if not registry.for_config(config).baselines:
+      raise ValueError(f'--workdir={workdir} holds a {config.experiment} run, which has no '
+                       'generator or DDLS baseline to compare: use sample.py')
     sampler = compare.make_sampler(loaded)
     samples = compare.sample_all(loaded.model, sampler, FLAGS.num, FLAGS.seed, FLAGS.batch_size)
     run_lib.prepare_output_dir(out_dir, OWNED, FLAGS.overwrite, 'out')

@@ -1,0 +1,371 @@
+"""What the training loop does between its chunks of steps, one unit per job (Orbit's actions).
+
+Each action is called with the `Chunk` that just ran and says, by `intervals`, at which steps it
+wants a chunk to end. The loop (trainer.py) runs them in order: the divergence guard first (a
+diverged chunk writes nothing), checkpoints last. `Checkpoints` is also the resume and save policy,
+`Signals` the SIGTERM / Ctrl-C handling around the loop.
+"""
+import dataclasses
+import os
+import signal
+import threading
+from typing import Dict
+
+import numpy as np
+import tensorflow as tf
+
+from tf_hat_ebm import checkpoints as checkpoints_lib
+from tf_hat_ebm import guard as guard_lib
+from tf_hat_ebm import images as images_lib
+
+
+class DivergenceError(RuntimeError):
+  """A non-finite loss, energy or state: the run stops and nothing of that state is saved."""
+
+
+class RunawayError(DivergenceError):
+  """The runaway guard fired: finite metrics running away."""
+
+
+@dataclasses.dataclass
+class Chunk:
+  """One call of the training loop: the step it ended at, its mean metrics, its speed."""
+  step: int
+  end: int                        # the step training stops at
+  metrics: Dict[str, float]
+  steps_per_sec: float = 0.0
+
+  def due(self, every):
+    return due(self.step, every) or self.step == self.end
+
+
+def due(step, every):
+  return bool(every) and every > 0 and step % every == 0
+
+
+class Checkpoints:
+  """Resume and save policy: restores the checkpoint asked for (never guessing), saves and
+  archives when due, never a non-finite state, nor one taken while `hold_back()` is true."""
+
+  def __init__(self, task, step, ckpt_dir, training, worker, resume_from=None, log=print):
+    """worker: (number of workers, this worker's index, is chief)."""
+    self.task, self.step, self.ckpt_dir, self.log = task, step, ckpt_dir, log
+    self.every, self.archive_every = training.checkpoint_every, training.archive_every
+    self.intervals = (self.every, self.archive_every)
+    self.resume_from = resume_from
+    num_workers, index, self.is_chief = worker
+    (self.checkpoint, self.manager, self.local_checkpoint, self.local_manager,
+     self.archive) = checkpoints_lib.checkpoint_managers(
+         ckpt_dir, step, task.checkpoint_items(), task.local_checkpoint_items(),
+         training.keep_checkpoints, index, self.is_chief, num_workers > 1)
+    self.hold_back = lambda: None  # a reason not to save now, or None (the guard sets it)
+    # The checkpoint restored or saved by this process while the guards were quiet.
+    self.last_good = self.resumed_at = None
+    self._finite_fn = None
+
+  def track_input(self, iterator):
+    """Makes the input position part of the state: a resumed run reads the batches it would have.
+    Each worker reads its own shard, so with several workers it is worker-local state."""
+    (self.local_checkpoint or self.checkpoint).data_iterator = iterator
+
+  def restore_or_initialize(self):
+    """Resumes from the checkpoint `resume_from` names (default: the latest), or initialises the
+    task's state when the workdir has no checkpoint file at all. Never guesses: when checkpoints
+    exist but the one asked for does not restore, a ValueError lists them."""
+    steps = checkpoints_lib.checkpoint_steps(self.ckpt_dir)
+    spec = self.resume_from
+    if spec is not None and str(spec) == checkpoints_lib.LATEST_INTACT:
+      return self._restore_latest_intact(steps)
+    if spec is not None and str(spec) != '':
+      path = checkpoints_lib.checkpoint_path(self.ckpt_dir, spec)
+    elif not steps:
+      self.task.initialize()
+      return False
+    else:
+      path = checkpoints_lib.state_file_checkpoint(self.ckpt_dir)
+      if path is None:
+        raise checkpoints_lib.resume_error(
+            self.ckpt_dir, 'its `checkpoint` state file is missing, unreadable or names a '
+            'checkpoint whose files are gone')
+    try:
+      self.restore(path)
+    except ValueError as e:
+      raise checkpoints_lib.resume_error(self.ckpt_dir, str(e)) from e
+    return self._resumed(path)
+
+  def _restore_latest_intact(self, steps):
+    if not steps:
+      self.task.initialize()
+      self.log(f'No checkpoint in {self.ckpt_dir}: a new run.')
+      return False
+    skipped = []
+    for s in steps:
+      path = os.path.join(self.ckpt_dir, f'ckpt-{s}')
+      try:
+        self.restore(path)
+      except ValueError:
+        skipped.append(f'ckpt-{s}')
+        continue
+      if skipped:
+        self.log(f'Skipped checkpoints that do not restore: {", ".join(skipped)} (left in '
+                 'place; later saves at their steps overwrite them).')
+      return self._resumed(path)
+    raise checkpoints_lib.resume_error(self.ckpt_dir, 'none of its checkpoints restores')
+
+  def _resumed(self, path):
+    self.last_good, self.resumed_at = path, int(self.step.numpy())
+    self.log(f'Resumed from {path} at step {self.resumed_at}.')
+    return True
+
+  def restore(self, path):
+    """Restores the whole state from `path`; a one-line ValueError if it does not restore."""
+    try:
+      checkpoints_lib.restore_checkpoint(self.checkpoint, path)
+      if self.local_checkpoint is not None:
+        local = os.path.join(self.local_manager.directory, os.path.basename(path))
+        if not tf.io.gfile.exists(local + '.index'):
+          raise ValueError(f'replica-local state {local} of this worker is missing')
+        checkpoints_lib.restore_checkpoint(self.local_checkpoint, local)
+    except ValueError as e:
+      raise ValueError(f'cannot restore checkpoint {path} (corrupt or truncated?): {e}; it was '
+                       'left as it is') from e
+
+  def save(self, step):
+    """Writes a checkpoint of the current state at `step`, on every worker; a non-finite state
+    is a DivergenceError and is never written."""
+    self.check_state_finite(step)
+    if self.local_manager is not None:
+      self.local_manager.save(checkpoint_number=step)
+    self.manager.save(checkpoint_number=step)
+    if not self.is_chief:
+      tf.io.gfile.rmtree(self.manager.directory)
+    self.last_good = os.path.join(self.ckpt_dir, f'ckpt-{step}')
+
+  def __call__(self, chunk):
+    save = chunk.due(self.every)
+    archive = self.archive is not None and due(chunk.step, self.archive_every)
+    if not (save or archive):
+      return
+    reason = self.hold_back()
+    if reason:
+      self.log(f'\nstep {chunk.step}: checkpoint held back, {reason}.')
+      return
+    if save:
+      self.save(chunk.step)
+    if archive:
+      self.check_state_finite(chunk.step)
+      self.archive.save(checkpoint_number=chunk.step)
+
+  def check_state_finite(self, step):
+    """Raises DivergenceError unless every float variable of the checkpointed state is finite:
+    one reduction per checkpoint item, on device, one host transfer."""
+    items = {**self.task.checkpoint_items(), **self.task.local_checkpoint_items()}
+    names = sorted(items)
+    if self._finite_fn is None:
+      groups = [[v for v in _variables(items[k]) if v.dtype.is_floating] for k in names]
+
+      @tf.function
+      def finite():
+        return tf.stack([tf.reduce_all([tf.reduce_all(tf.math.is_finite(v)) for v in g])
+                         if g else tf.constant(True) for g in groups])
+
+      self._finite_fn = finite
+    flags = self._finite_fn().numpy()
+    bad = [k for k, ok in zip(names, flags) if not ok]
+    if bad:
+      raise DivergenceError(
+          f'non-finite weights in {", ".join(bad)} at step {step}; not saved; '
+          f'last good checkpoint: {self.last_good or "none"}')
+
+
+class Guard:
+  """Stops on a non-finite metric or a runaway (guard.py), or rolls back to the last good
+  checkpoint with lower learning rates when the config allows it."""
+
+  intervals = ()
+
+  def __init__(self, task, config, checkpoints, log=print):
+    self.task, self.config, self.checkpoints, self.log = task, config, checkpoints, log
+    self.runaway = guard_lib.RunawayGuard(config.training.guard, task.metric_names)
+    self.rollbacks = 0
+    checkpoints.hold_back = self.hold_back
+
+  def reset(self, step):
+    self.runaway.reset(step)
+
+  def hold_back(self):
+    """Why no checkpoint may be taken now (the runaway guard counts towards a trip), or None."""
+    if self.runaway.suspicious and guard_lib.resolve_action(self.config.training) != 'warn':
+      t = self.config.training
+      return (f'the runaway guard counts ({self.runaway.count} of {t.guard.patience}: '
+              f'{self.runaway.reason})')
+    return None
+
+  def __call__(self, chunk):
+    step, last_good = chunk.step, self.checkpoints.last_good or 'none'
+    bad = sorted(k for k, v in chunk.metrics.items() if not np.isfinite(v))
+    if bad:
+      raise DivergenceError(f'non-finite {", ".join(bad)} at step {step}; nothing of this state '
+                            f'was saved; last good checkpoint: {last_good}')
+    reason = self.runaway.update(step, chunk.metrics)
+    if reason is None or not self.runaway.tripped:
+      return
+    message = (f'runaway at step {step}: {reason} for {self.runaway.count} checks in a row; '
+               f'last good checkpoint: {last_good}')
+    if guard_lib.resolve_action(self.config.training) == 'warn':
+      self.log(f'\nwarning: {message} (training.guard.action=warn: going on)')
+      self.runaway.count = 0
+      return
+    raise RunawayError(
+        f'{message}; lower optim.hat_lr, raise langevin.steps or langevin.max_drift, resume an '
+        'older checkpoint with --checkpoint=STEP, or set --config.training.guard.action=warn')
+
+  def rollback(self, error):
+    """Restores the last good checkpoint with the learning rates lowered; False if it may not.
+
+    Rollback r runs at rollback_lr_factor**r times the checkpoint's rate and draws a fresh RNG
+    stream from (seed, r): each retry differs from the one before instead of replaying it."""
+    t, task, last_good = self.config.training, self.task, self.checkpoints.last_good
+    allowed = (guard_lib.resolve_action(t) == 'rollback' if isinstance(error, RunawayError)
+               else t.rollback_on_divergence)
+    if not allowed:
+      return False
+    if last_good is None or self.rollbacks >= t.max_rollbacks:
+      if self.rollbacks:
+        raise type(error)(f'{error}; {self.rollbacks} rollbacks did not help') from error
+      return False
+    self.rollbacks += 1
+    self.checkpoints.restore(last_good)
+    factor = t.rollback_lr_factor ** self.rollbacks
+    task.lr_scale.assign(task.lr_scale * factor)
+    task.rng.reset_from_seed([self.config.seed, self.rollbacks])
+    step = int(self.checkpoints.step.numpy())
+    self.reset(step)
+    self.log(f'\n{error}\nRolled back to {last_good} (step {step}); learning rates '
+             f'x{factor:g} of that checkpoint\'s (now x{float(task.lr_scale.numpy()):g}), '
+             f'fresh RNG stream (rollback {self.rollbacks} of {t.max_rollbacks}).')
+    return True
+
+
+class Progress:
+  """The progress bar (chief, verbose runs only) with the task's progress metrics and speed."""
+
+  intervals = ()
+
+  def __init__(self, task, end, step):
+    self.shown = task.progress_metrics
+    self.bar = tf.keras.utils.Progbar(end, stateful_metrics=list(task.metric_names) +
+                                      ['steps/s'])
+    if step:
+      self.bar.update(step)
+
+  def __call__(self, chunk):
+    self.bar.update(chunk.step, [(k, chunk.metrics[k]) for k in self.shown if k in chunk.metrics]
+                    + [('steps/s', chunk.steps_per_sec)])
+
+
+class Scalars:
+  """TensorBoard scalars every log_every steps: the chunk's metrics, learning rates, speed."""
+
+  def __init__(self, task, writer, every):
+    self.task, self.writer, self.every = task, writer, every
+    self.intervals = (every,)
+
+  def __call__(self, chunk):
+    if not chunk.due(self.every):
+      return
+    with self.writer.as_default(step=chunk.step):
+      for k, v in {**chunk.metrics, **self.task.learning_rates(),
+                   'steps_per_sec': chunk.steps_per_sec}.items():
+        tf.summary.scalar(k, v)
+
+
+class Evaluation:
+  """The task's evaluation every training.eval_every steps: TensorBoard under eval/, a log line."""
+
+  def __init__(self, task, writer, every, log=print):
+    self.task, self.writer, self.every, self.log = task, writer, every, log
+    self.intervals = (every,)
+
+  def __call__(self, chunk):
+    if not (self.every and chunk.due(self.every)):
+      return None
+    results = {k: float(v) for k, v in self.task.evaluate().items()}
+    with self.writer.as_default(step=chunk.step):
+      for k, v in results.items():
+        tf.summary.scalar(f'eval/{k}', v)
+    self.log(f'\nstep {chunk.step}: ' + ', '.join(f'{k} {v:.4g}' for k, v in results.items()))
+    return results
+
+
+# Grid panels: (name, task.grid_samples key, magnification of [-1, 1] around 0).
+PANELS = (('samples', 'x', 1.0), ('generator', 'g_z', 1.0), ('residual_x5', 'y', 5.0))
+
+
+class Grids:
+  """Fixed-seed sample grids every sample_every steps: TensorBoard images and samples/*.png."""
+
+  def __init__(self, task, writer, sample_dir, every, num, is_chief=True):
+    self.task, self.writer, self.sample_dir = task, writer, sample_dir
+    self.every, self.num, self.is_chief = every, num, is_chief
+    self.intervals = (every,)
+
+  def __call__(self, chunk):
+    if chunk.due(self.every):
+      self.write(chunk.step)
+
+  def write(self, step):
+    grids = self.task.grid_samples(self.num)  # on every worker: the sampling is collective
+    # A task without a residual (SN-GAN, autoencoder) returns only the panels it has.
+    panels = {name: images_lib.to_uint8(grids[key], magnify=magnify)
+              for name, key, magnify in PANELS if key in grids}
+    if not self.is_chief:
+      return
+    with self.writer.as_default(step=step):
+      for name, imgs in panels.items():
+        image = images_lib.grid(imgs)
+        tf.summary.image(name, image[None], step=step)
+        images_lib.write_png(os.path.join(self.sample_dir, f'{name}_{step:07d}.png'), image)
+
+
+class Signals:
+  """SIGTERM: save and stop after the current chunk. Ctrl-C: stop after it without saving; a
+  second Ctrl-C stops at once. (A KeyboardInterrupt raised wherever Python happens to be can
+  land in a destructor, where it is printed and ignored, and the run went on.)"""
+
+  def __init__(self):
+    self.stop_requested = self.interrupted = False
+    self._previous = {}
+
+  def __enter__(self):
+    self.stop_requested = self.interrupted = False
+    if threading.current_thread() is threading.main_thread():
+      self._previous = {s: signal.signal(s, h) for s, h in ((signal.SIGTERM, self._on_sigterm),
+                                                            (signal.SIGINT, self._on_sigint))}
+    return self
+
+  def __exit__(self, *exc):
+    for s, h in self._previous.items():
+      signal.signal(s, h)
+    self._previous = {}
+    return False
+
+  def check(self):
+    """Raises the Ctrl-C here, between chunks, where nothing is lost."""
+    if self.interrupted:
+      raise KeyboardInterrupt
+
+  def _on_sigterm(self, signum, frame):  # pylint: disable=unused-argument
+    self.stop_requested = True
+
+  def _on_sigint(self, signum, frame):  # pylint: disable=unused-argument
+    if self.interrupted:
+      raise KeyboardInterrupt
+    self.interrupted = True
+
+
+def _variables(item):
+  if isinstance(item, tf.Variable):
+    return [item]
+  variables = getattr(item, 'variables', [])
+  return list(variables() if callable(variables) else variables)
