@@ -41,8 +41,6 @@ from tf_hat_ebm import run_lib  # noqa: E402
 from tf_hat_ebm import runs  # noqa: E402
 from tf_hat_ebm.evaluation import compare  # noqa: E402
 from tf_hat_ebm.evaluation import features  # noqa: E402
-# What this script writes into --out (an --overwrite rerun removes exactly these first).
-OWNED = ('generator.png', 'ddls.png', 'hat_ebm.png', 'side_by_side.png', 'scores.json')
 
 
 def write(samples, out_dir):
@@ -63,30 +61,35 @@ def main(argv):
   def run():
     if FLAGS.fid_samples == 1:
       raise ValueError('--fid_samples must be 0 (no FID) or >= 2 (a covariance needs two)')
-    run_lib.check_output_dir(out_dir, FLAGS.overwrite, 'out')  # before any work
-    loaded = runs.load_run(workdir, checkpoint=FLAGS.checkpoint)
+    out = run_lib.OwnedOutput(out_dir, 'compare_baselines', FLAGS.overwrite, 'out')
+    out.check()  # before any work
+    loaded = runs.load_run(workdir, **run_lib.load_run_flags())
     config, step = loaded.config, loaded.step
     if not registry.for_config(config).baselines:
       raise ValueError(f'--workdir={workdir} holds a {config.experiment} run, which has no '
                        'generator or DDLS baseline to compare: use sample.py')
     sampler = compare.make_sampler(loaded)
     samples = compare.sample_all(loaded.model, sampler, FLAGS.num, FLAGS.seed, FLAGS.batch_size)
-    run_lib.prepare_output_dir(out_dir, OWNED, FLAGS.overwrite, 'out')
-    write(samples, out_dir)
+    with out:
+      write(samples, out.staging)
+      if config.data.name == 'digits':
+        scores(loaded, sampler, samples, out.staging)
+      out.commit()
     print(f'{config.name} at step {step}: wrote {", ".join(samples)} and side_by_side.png '
           f'(left to right) to {out_dir}')
-    if config.data.name == 'digits':
-      net = (features.classifier_features(config.data, workdir)
-             if FLAGS.fid_samples > 0 else None)
-      table = compare.digits_table(loaded.model, sampler, config, samples, net, workdir,
-                                   FLAGS.fid_samples, FLAGS.fid_runs, FLAGS.seed,
-                                   FLAGS.batch_size)
-      if FLAGS.fid_samples > 0:
-        print(f'FID: {FLAGS.fid_runs} x {FLAGS.fid_samples} samples per method against the '
-              f'train split, digits classifier features; lower is better')
-      for name, s in table.items():
-        print(f'  {name:12s} ' + '  '.join(f'{k} {v:.3f}' for k, v in s.items()))
-      run_lib.write_json(os.path.join(out_dir, 'scores.json'), dict(step=step, **table))
+
+  def scores(loaded, sampler, samples, out_dir):
+    """The digits table (classifier FID, ...) of every method, printed and in scores.json."""
+    config = loaded.config
+    net = features.classifier_features(config.data, workdir) if FLAGS.fid_samples > 0 else None
+    table = compare.digits_table(loaded.model, sampler, config, samples, net, workdir,
+                                 FLAGS.fid_samples, FLAGS.fid_runs, FLAGS.seed, FLAGS.batch_size)
+    if FLAGS.fid_samples > 0:
+      print(f'FID: {FLAGS.fid_runs} x {FLAGS.fid_samples} samples per method against the '
+            f'train split, digits classifier features; lower is better')
+    for name, s in table.items():
+      print(f'  {name:12s} ' + '  '.join(f'{k} {v:.3f}' for k, v in s.items()))
+    run_lib.write_json(os.path.join(out_dir, 'scores.json'), dict(step=loaded.step, **table))
 
   run_lib.main_guard(run)
 

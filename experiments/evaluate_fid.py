@@ -55,7 +55,7 @@ def evaluate():
     raise ValueError(f'--workdir={FLAGS.workdir}: {kind.name} runs offer no FID rows')
   # An SN-GAN run has no Hat EBM to load: its frozen generator alone.
   run = (rows_lib.load_sngan_run(FLAGS.workdir, FLAGS.checkpoint) if kind.name == 'sngan' else
-         runs.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint))
+         runs.load_run(FLAGS.workdir, **run_lib.load_run_flags()))
   data_cfg = run.config.data
   net_kind = FLAGS.feature_net or ('classifier' if data_cfg.name == 'digits' else 'inception')
   if net_kind == 'inception':

@@ -33,7 +33,7 @@ from tf_hat_ebm.evaluation import ood  # noqa: E402
 def evaluate():
   path = os.path.join(FLAGS.workdir, 'ood.json')
   run_lib.check_output_file(path, FLAGS.overwrite)
-  run = runs.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
+  run = runs.load_run(FLAGS.workdir, **run_lib.load_run_flags())
   data_cfg = run.config.data
   if FLAGS.data_dir:
     data_cfg.data_dir = FLAGS.data_dir

@@ -22,12 +22,9 @@ cli.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
 cli.answer_help()
 
-import tensorflow as tf  # noqa: E402
 from tf_hat_ebm import runs  # noqa: E402
 from tf_hat_ebm import export  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
-# The entries tf.saved_model.save writes: an --overwrite export replaces exactly these.
-OWNED = ('saved_model.pb', 'variables', 'assets', 'fingerprint.pb')
 
 
 def main(argv):
@@ -36,24 +33,14 @@ def main(argv):
   def run():
     steps = run_lib.int_list(FLAGS.path_steps, 'path_steps')
     output = FLAGS.output or os.path.join(FLAGS.workdir, 'saved_model')
-    run_lib.check_output_dir(output, FLAGS.overwrite, 'output')  # before any work
-    loaded = runs.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
+    out = run_lib.OwnedOutput(output, 'export', FLAGS.overwrite, 'output')
+    out.check()  # before any work
+    loaded = runs.load_run(FLAGS.workdir, **run_lib.load_run_flags())
     module = export.build_module(loaded, path_steps=steps)
-    # Written beside the target first: a failed export (disk full, ...) leaves the old one intact.
-    staging = os.path.normpath(output) + '.export-tmp'
-    if tf.io.gfile.exists(staging):
-      tf.io.gfile.rmtree(staging)
-    try:
-      export.save(module, staging)
-    except BaseException:  # disk full, Ctrl-C, ...: no half-written SavedModel left behind
-      if tf.io.gfile.exists(staging):
-        tf.io.gfile.rmtree(staging)
-      raise
-    run_lib.prepare_output_dir(output, OWNED, FLAGS.overwrite, 'output')
-    for name in tf.io.gfile.listdir(staging):
-      tf.io.gfile.rename(os.path.join(staging, name.rstrip('/')),
-                         os.path.join(output, name.rstrip('/')))
-    tf.io.gfile.rmtree(staging)
+    # Staged first: a failed export (disk full, Ctrl-C, ...) leaves the old one intact.
+    with out:
+      export.save(module, out.staging)
+      out.commit()
     s = loaded.model.sampling
     print(f'Exported step {loaded.step} of {FLAGS.workdir} to {output}\n'
           f'  sample(num_samples, seed): K={s.steps}, eps={s.step_size:g}, T={s.temperature:g}, '

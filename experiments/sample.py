@@ -3,9 +3,11 @@ r"""Samples of a trained Hat EBM as PNG grids and an .npz, and the Langevin-path
   python experiments/sample.py --workdir=workdir/digits_synth --num_samples=100
   python experiments/sample.py --saved_model=exported/digits_synth --output=/tmp/samples
 
-Writes samples_NNN.png (X = G(Z) + Y), generator_NNN.png (G(Z)), residual_x5_NNN.png (Y x5),
-samples.npz (images, generator_images, residuals in [-1, 1]) and langevin_path.png (rows X, G(Z),
-Y x5 per chain, columns = chain steps), the figure also logged to TensorBoard.
+Writes samples_grid_NNN.png (X = G(Z) + Y), generator_grid_NNN.png (G(Z)),
+residual_x5_grid_NNN.png (Y x5), samples.npz (images, generator_images, residuals in [-1, 1]) and
+langevin_path.png (rows X, G(Z), Y x5 per chain, columns = chain steps), the figure also logged to
+<output>/tensorboard. The files are listed in <output>/.sample.manifest.json: --overwrite replaces
+exactly those, and the output is never a workdir's own directory.
 """
 import os
 
@@ -19,8 +21,8 @@ flags.DEFINE_string('saved_model', None, 'Or: a SavedModel written by experiment
 flags.DEFINE_string('output', None, 'Output directory (default: <workdir>/generated or '
                     '<saved_model>/../<name>_samples).')
 flags.DEFINE_integer('num_samples', 100, 'Number of samples.', lower_bound=1)
-flags.DEFINE_integer('seed', 0, 'Seed (batch b uses seed + b): the same seed gives the same files.',
-                     lower_bound=0)
+flags.DEFINE_integer('seed', 0, 'Seed: the same seed gives the same files; batch b draws the '
+                     'stream (seed, b), so other seeds share no sample.', lower_bound=0)
 flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1)
 flags.DEFINE_integer('path_chains', 8, 'Chains in the Langevin-path figure.', lower_bound=1)
 flags.DEFINE_list('path_steps', None, 'Chain steps shown in the path figure (workdir only; a '
@@ -33,9 +35,6 @@ from tf_hat_ebm import runs  # noqa: E402
 from tf_hat_ebm import export  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
 from tf_hat_ebm import samples as samples_lib  # noqa: E402
-# What this script writes into --output (an --overwrite rerun removes exactly these first).
-OWNED = ('samples_*.png', 'generator_*.png', 'residual_x5_*.png', 'samples.npz',
-         'langevin_path.png', 'tensorboard')
 
 
 def sample():
@@ -45,23 +44,25 @@ def sample():
     raise ValueError('--checkpoint applies to --workdir')
   output = FLAGS.output or (os.path.join(FLAGS.workdir, 'generated') if FLAGS.workdir
                             else os.path.normpath(FLAGS.saved_model) + '_samples')
-  run_lib.check_output_dir(output, FLAGS.overwrite, 'output')  # before the model is loaded
+  out = run_lib.OwnedOutput(output, 'sample', FLAGS.overwrite, 'output')
+  out.check()  # before the model is loaded
   if FLAGS.workdir:
     steps = run_lib.int_list(FLAGS.path_steps, 'path_steps')
-    run = runs.load_run(FLAGS.workdir, checkpoint=FLAGS.checkpoint)
+    run = runs.load_run(FLAGS.workdir, **run_lib.load_run_flags())
     model = export.build_module(run, path_steps=steps)
-    tensorboard, step, source = os.path.join(FLAGS.workdir, 'tensorboard'), run.step, (
-        f'step {run.step} of {FLAGS.workdir}')
+    step, source = run.step, f'step {run.step} of {FLAGS.workdir}'
   else:
     if FLAGS.path_steps:
       raise ValueError('--path_steps applies to --workdir; a SavedModel records its path steps '
                        'at export (experiments/export.py --path_steps)')
     model = export.load_saved_model(FLAGS.saved_model, 'saved_model')
-    tensorboard, step, source = os.path.join(output, 'tensorboard'), 0, FLAGS.saved_model
-  run_lib.prepare_output_dir(output, OWNED, FLAGS.overwrite, 'output')
-  written, figure, steps = samples_lib.write_samples(
-      model, output, FLAGS.num_samples, FLAGS.seed, FLAGS.batch_size, FLAGS.path_chains,
-      tensorboard, step)
+    step, source = 0, FLAGS.saved_model
+  with out:
+    written, figure, steps = samples_lib.write_samples(
+        model, out.staging, FLAGS.num_samples, FLAGS.seed, FLAGS.batch_size, FLAGS.path_chains,
+        os.path.join(out.staging, 'tensorboard'), step, verbose=True)
+    out.commit()
+  tensorboard = os.path.join(output, 'tensorboard')
   print(f'{FLAGS.num_samples} samples of {source} (seed {FLAGS.seed}) written to {output}:')
   for path in written:
     print(f'  {os.path.basename(path)}')

@@ -46,6 +46,9 @@ def main(argv):
   from tf_hat_ebm import run_lib
   import tpu_utils
   config = FLAGS.config
+  if FLAGS.workdir is not None and not FLAGS.workdir.strip():
+    run_lib.fail('--workdir is empty: give a directory (or leave the flag out for '
+                 f'workdir/{config.name})')
   workdir = FLAGS.workdir or os.path.join('workdir', config.name)
   run_lib.main_guard(lambda: run_lib.train(
       config, workdir, tpu_utils.make_strategy(FLAGS.tpu),

@@ -5,6 +5,7 @@ non-zero exit; the pieces behind them (checkpoint lookup, output guards, SavedMo
 config range checks, the error guard) are tested in-process.
 """
 import errno
+import re
 import json
 import os
 import shutil
@@ -23,6 +24,9 @@ from tf_hat_ebm import export
 from tf_hat_ebm import registry
 from tf_hat_ebm import generators
 from tf_hat_ebm import run_lib
+from tf_hat_ebm import samples as samples_lib
+from tf_hat_ebm import validation
+from tf_hat_ebm import workdir as workdir_lib
 from tpu_utils.strategy import check_batch_split
 
 from conftest import REPO, tiny
@@ -124,10 +128,13 @@ def test_sample_refuses_a_used_output_and_overwrite_leaves_no_stale_grid(trained
   assert (out / 'samples_000.png').read_bytes() == b'old'  # refused: nothing touched
   result = script('sample.py', *args, '--overwrite', '--checkpoint=2')
   assert result.returncode == 0, result.stderr[-2000:]
-  assert sorted(os.listdir(out)) == ['generator_000.png', 'langevin_path.png', 'notes.txt',
-                                     'residual_x5_000.png', 'samples.npz', 'samples_000.png']
-  assert (out / 'notes.txt').read_bytes() == b'old'  # not this script's: kept
-  assert (out / 'samples_000.png').read_bytes()[:4] == b'\x89PNG'
+  # The earlier files were not written by sample.py (no manifest lists them): all kept.
+  assert sorted(os.listdir(out)) == [
+      '.sample.manifest.json', 'generator_grid_000.png', 'langevin_path.png', 'notes.txt',
+      'residual_x5_grid_000.png', 'samples.npz', 'samples_000.png', 'samples_001.png',
+      'samples_002.png', 'samples_grid_000.png', 'tensorboard']
+  assert (out / 'samples_000.png').read_bytes() == b'old'
+  assert (out / 'samples_grid_000.png').read_bytes()[:4] == b'\x89PNG'
 
 
 @pytest.mark.slow
@@ -175,19 +182,94 @@ def test_list_checkpoints_reads_index_files_only(tmp_path):
 
 
 # ---- outputs ------------------------------------------------------------------------------------
-def test_prepare_output_dir_refuses_then_clears_only_owned_entries(tmp_path):
-  (tmp_path / 'variables').mkdir()
-  for name in ('saved_model.pb', 'variables/variables.index', 'mine.txt'):
-    (tmp_path / name).write_bytes(b'x')
+def write_owned(path, names, overwrite=False, script='sample'):
+  with run_lib.OwnedOutput(str(path), script, overwrite, 'output') as out:
+    for name in names:
+      with open(os.path.join(out.staging, name), 'w') as f:
+        f.write('new')
+    out.commit()
+  return out
+
+
+def test_output_overwrite_replaces_only_what_the_script_wrote(tmp_path):
+  write_owned(tmp_path, ['a.png', 'b.png'])
+  (tmp_path / 'notes.txt').write_text('mine')
   with pytest.raises(ValueError, match='--output=.* is not empty .*pass --overwrite'):
-    run_lib.prepare_output_dir(str(tmp_path), ('saved_model.pb', 'variables'), False, 'output')
-  assert sorted(os.listdir(tmp_path)) == ['mine.txt', 'saved_model.pb', 'variables']
-  run_lib.prepare_output_dir(str(tmp_path), ('saved_model.pb', 'variables'), True, 'output')
-  assert os.listdir(tmp_path) == ['mine.txt']
-  with pytest.raises(ValueError, match=r'--out=.*mine\.txt is a file'):
-    run_lib.prepare_output_dir(str(tmp_path / 'mine.txt'), (), True, 'out')
-  run_lib.prepare_output_dir(str(tmp_path / 'new' / 'dir'), (), False, 'output')
-  assert os.path.isdir(tmp_path / 'new' / 'dir')
+    write_owned(tmp_path, ['a.png'])
+  write_owned(tmp_path, ['a.png'], overwrite=True)  # b.png was its own: removed
+  assert sorted(os.listdir(tmp_path)) == ['.sample.manifest.json', 'a.png', 'notes.txt']
+  with pytest.raises(FileExistsError, match='notes.txt exists and was not written by sample'):
+    write_owned(tmp_path, ['notes.txt'], overwrite=True)
+  assert (tmp_path / 'notes.txt').read_text() == 'mine'
+  with pytest.raises(ValueError, match=r'--out=.*notes\.txt is a file'):
+    run_lib.check_output_dir(str(tmp_path / 'notes.txt'), True, 'out')
+
+
+def test_output_is_never_a_workdir_or_its_own_directories(trained_workdir):
+  for path in (trained_workdir, os.path.join(trained_workdir, 'samples'),
+               os.path.join(trained_workdir, 'tensorboard'), trained_workdir + '/'):
+    with pytest.raises(ValueError, match='is a training workdir or one of its own directories'):
+      run_lib.OwnedOutput(path, 'sample', True, 'output').check()
+  run_lib.OwnedOutput(os.path.join(trained_workdir, 'generated'), 'sample', True, 'output').check()
+
+
+def test_a_second_writer_on_one_output_is_refused(tmp_path):
+  with run_lib.OwnedOutput(str(tmp_path), 'sample', True, 'output') as first:
+    with pytest.raises(PermissionError, match='in use by another sample run'):
+      write_owned(tmp_path, ['a.png'], overwrite=True)
+    with pytest.raises(ValueError, match='is not empty'):
+      write_owned(tmp_path, ['a.png'])
+    (tmp_path / 'late.png').write_text('another command')  # appeared while this one worked
+    first.overwrite = False
+    with pytest.raises(FileExistsError, match='was written to while this run worked'):
+      first.commit()
+  assert sorted(os.listdir(tmp_path)) == ['late.png']  # staging dir and claim removed
+
+
+def test_staging_dirs_are_unique_and_a_killed_runs_are_cleared(tmp_path):
+  (tmp_path / '.sample-staging-dead').mkdir()
+  with run_lib.OwnedOutput(str(tmp_path), 'sample', True, 'output') as a:
+    assert os.path.basename(a.staging).startswith('.sample-staging-')
+    assert not (tmp_path / '.sample-staging-dead').exists()
+
+
+class FakeModel:
+  """model.sample of a Hat EBM module: images a pure function of the seed (2x2x1 pixels)."""
+
+  def sample(self, num_samples, seed):
+    x = np.random.RandomState(seed).uniform(-1, 1, [num_samples, 2, 2, 1]).astype(np.float32)
+    scales = (('images', 1.0), ('generator_images', 0.5), ('residuals', 0.25))
+    return {k: tf.constant(x * s) for k, s in scales}
+
+  def sample_path(self, num_samples, seed):
+    x = tf.zeros([3, num_samples, 2, 2, 1])
+    return dict(images=x, residuals=x, generator_images=x[0], steps=tf.constant([0, 1, 2]))
+
+
+def test_two_seeds_share_no_sample_and_evaluation_runs_are_independent():
+  model = FakeModel()
+  a, b = (samples_lib.draw(model, 400, 100, seed)['images'].reshape(400, -1) for seed in (0, 1))
+  shared = {tuple(row) for row in a} & {tuple(row) for row in b}
+  assert not shared and len({tuple(row) for row in a}) == 400
+  keys = [(s, i, r) for s in range(3) for i in range(50) for r in range(3)]
+  assert len({samples_lib.stream_seed(*k) for k in keys}) == len(keys)
+
+
+def test_samples_stream_to_disk_in_batches(tmp_path):
+  model = FakeModel()
+  written, _, _ = samples_lib.write_samples(model, str(tmp_path), 250, seed=3, batch_size=60,
+                                            path_chains=2)
+  npz = np.load(tmp_path / 'samples.npz')
+  expected = samples_lib.draw(model, 250, 60, 3)
+  for k in samples_lib.ARRAYS:
+    np.testing.assert_array_equal(npz[k], expected[k])
+  assert int(npz['seed']) == 3
+  assert sorted(os.listdir(tmp_path)) == sorted(
+      [f'{p}_grid_00{i}.png' for p in ('samples', 'generator', 'residual_x5') for i in range(3)]
+      + ['langevin_path.png', 'samples.npz'])
+  assert len(written) == 11
+  with pytest.raises(ValueError, match=r'1000000000000 samples of \[2, 2, 1\] need about .* GB'):
+    samples_lib.write_samples(model, str(tmp_path), 10**12)
 
 
 # Runs experiments/export.py with tf.saved_model.save failing half-way through its write.
@@ -352,3 +434,136 @@ def test_generator_factory_failures_name_the_factory(name, message):
   config.generator.latent_shape = (4,)
   with pytest.raises(ValueError, match=f"generator factory 'test_reliability:{name}' {message}"):
     generators.load(config)
+
+
+# ---- a joint run pins its frozen generator ---------------------------------------------------
+@pytest.fixture(scope='module')
+def pinned_refinement(tmp_path_factory):
+  """A tiny SN-GAN (ckpt-2), a refinement over it, then the SN-GAN trained on to ckpt-4."""
+  from tf_hat_ebm.tasks import sngan  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
+  root = tmp_path_factory.mktemp('pinned')
+  gan, refine = str(root / 'gan'), str(root / 'refine')
+  strategy = tf.distribute.get_strategy()
+  gan_config = tiny('digits_sngan', **{'training.keep_checkpoints': 5})
+  Trainer(sngan.SNGANTask(gan_config, strategy), gan_config, gan, strategy,
+          verbose=False).train(2)
+  cwd = os.getcwd()
+  os.chdir(root)  # a relative generator.path: recorded absolute
+  try:
+    config = tiny('digits_refine', **{'generator.path': 'gan', 'model.disc_width': 8})
+    run_lib.train(config, refine, strategy, num_steps=2,
+                  verbose=False)
+  finally:
+    os.chdir(cwd)
+  Trainer(sngan.SNGANTask(gan_config, strategy), gan_config, gan, strategy,
+          verbose=False).train(4)
+  return gan, refine, gan_config
+
+
+def test_joint_run_records_its_generator_and_loads_exactly_that(pinned_refinement):
+  gan, refine, gan_config = pinned_refinement
+  saved = runs.load_config(refine).generator
+  assert saved.path == gan and saved.checkpoint == 2 and len(saved.fingerprint) == 16
+  assert checkpoints.list_checkpoints(os.path.join(gan, 'checkpoints'))[-1] == 4
+  run = runs.load_run(refine)  # the SN-GAN's latest is ckpt-4: ckpt-2 is loaded
+  pinned, _ = generators.load_sngan(gan, gan_config, checkpoint=2)
+  z = tf.random.normal([2, 4])
+  np.testing.assert_array_equal(run.model.generator(z).numpy(), pinned(z).numpy())
+
+
+def test_resume_over_another_generator_checkpoint_names_both(pinned_refinement):
+  _, refine, _ = pinned_refinement
+  config = tiny('digits_refine', **{'generator.path': pinned_refinement[0],
+                                    'model.disc_width': 8, 'generator.checkpoint': 4})
+  with pytest.raises(ValueError, match=r'made with the generator sngan .*gan ckpt-2; this '
+                     r'config asks for sngan .*gan ckpt-4'):
+    run_lib.train(config, refine, tf.distribute.get_strategy(),
+                  num_steps=4, verbose=False)
+
+
+def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tmp_path):
+  _, refine, _ = pinned_refinement
+  copy = str(tmp_path / 'refine')
+  shutil.copytree(refine, copy)
+  path = os.path.join(copy, 'config.json')
+  with open(path) as f:
+    config = json.load(f)
+  config['generator']['fingerprint'] = '0123456789abcdef'
+  with open(path, 'w') as f:
+    json.dump(config, f)
+  with pytest.raises(ValueError, match='weights [0-9a-f]{16}, but this run was made with weights '
+                     '0123456789abcdef'):
+    runs.load_run(copy)
+  assert runs.load_run(copy, allow_other_generator=True).step == 2
+
+
+# ---- one validation, on every load -------------------------------------------------------------
+@pytest.mark.parametrize('field, value, message', [
+    ('langevin.max_drift', -1.0, 'langevin.max_drift must be a finite number > 0 (or None)'),
+    ('optim.beta1', 1.5, 'optim.beta1 must be a finite number >= 0 and < 1'),
+    ('training.num_grid_samples', 0, 'training.num_grid_samples must be an integer >= 1'),
+    ('training.keep_checkpoints', 0, 'training.keep_checkpoints must be an integer >= 1'),
+    ('sampling.prior_sigma', 0.0, 'sampling.prior_sigma must be a finite number > 0')])
+def test_validation_catches_values_that_reverse_or_break_a_run(field, value, message):
+  with pytest.raises(ValueError, match=re.escape(message)):
+    validation.validate(tiny(**{field: value}))
+
+
+@pytest.mark.parametrize('section, field, value, message', [
+    ('sampling', 'step_size', -5e-4, 'sampling.step_size must be a finite number > 0'),
+    ('sampling', 'steps', -2, 'sampling.steps must be an integer >= 0'),
+    ('model', 'hat_width', '8', "model.hat_width must be an integer; got '8'"),
+    ('training', 'guard', 3, 'training.guard must be a section')])
+def test_a_config_json_read_back_is_validated(trained_workdir, tmp_path, section, field, value,
+                                              message):
+  shutil.copytree(trained_workdir, tmp_path / 'w')
+  path = tmp_path / 'w' / 'config.json'
+  config = json.loads(path.read_text())
+  config[section][field] = value
+  path.write_text(json.dumps(config))
+  with pytest.raises(ValueError, match=re.escape(f'{path}: config field {message}')):
+    runs.load_run(str(tmp_path / 'w'))
+
+
+def test_a_workdir_naming_a_factory_runs_no_code_unless_trusted(trained_workdir, tmp_path):
+  workdir = tmp_path / 'w'
+  shutil.copytree(trained_workdir, workdir)
+  config = json.loads((workdir / 'config.json').read_text())
+  config['experiment'] = 'joint'
+  config['generator'] = dict(source='factory', path='os:abort', latent_shape=[4])
+  (workdir / 'config.json').write_text(json.dumps(config))
+  with pytest.raises(ValueError, match="names the generator factory 'os:abort'.*"
+                                       '--trust_workdir_code'):
+    runs.load_run(str(workdir))
+
+
+def test_lock_that_is_a_directory_or_half_written(tmp_path):
+  (tmp_path / 'a' / workdir_lib.LOCK_NAME).mkdir(parents=True)
+  with pytest.raises(PermissionError, match='train.lock is a directory, not a lock file'):
+    with workdir_lib.WorkdirLock(str(tmp_path / 'a'), log=lambda _: None):
+      pass
+  (tmp_path / 'b').mkdir()
+  (tmp_path / 'b' / workdir_lib.LOCK_NAME).write_text('{"pid": 12')  # a killed write
+  logged = []
+  with workdir_lib.WorkdirLock(str(tmp_path / 'b'), log=logged.append) as lock:
+    assert lock.held and 'garbled' in logged[0]
+
+
+def test_every_checkpoint_corrupt_does_not_advise_latest_intact(tmp_path):
+  (tmp_path / 'ckpt-2.index').write_bytes(b'x')
+  message = str(workdir_lib.resume_error(str(tmp_path), 'none restores', none_restores=True))
+  assert 'latest_intact' not in message and 'restore the checkpoints from a copy' in message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('args, texts', [
+    (['--config={t}/raises.py'], ['--config', 'RuntimeError: no such setting', 'line 2']),
+    (['--config={t}'], ['--config', 'Is a directory']),
+    (['--workdir='], ['--workdir is empty'])])
+def test_bad_config_file_or_empty_workdir_is_one_line(tmp_path, args, texts):
+  (tmp_path / 'raises.py').write_text('def get_config():\n'
+                                      '  raise RuntimeError("no such setting")\n')
+  result = script('train_synthesis.py', *[a.format(t=tmp_path) for a in args], *TINY)
+  assert_one_line_error(result, *texts)
+  assert not os.path.exists('workdir/digits_synth/checkpoints/ckpt-1.index')

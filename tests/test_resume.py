@@ -165,9 +165,10 @@ def test_range_checks(four_steps, tmp_path):
   with pytest.raises(ValueError, match=r'training.num_steps 3 is below step 4'):
     make_trainer(workdir).train(3)
   assert make_trainer(workdir).train(4) == {}  # nothing to do
-  for key, value, match in (('steps_per_loop', 0, 'steps_per_loop must be >= 1'),
-                            ('checkpoint_every', -5, 'checkpoint_every must be >= 0'),
-                            ('rollback_lr_factor', 2.0, r'rollback_lr_factor must be in \(0, 1\)')):
+  for key, value, match in (
+      ('steps_per_loop', 0, 'steps_per_loop must be an integer >= 1'),
+      ('checkpoint_every', -5, 'checkpoint_every must be an integer >= 0'),
+      ('rollback_lr_factor', 2.0, 'rollback_lr_factor must be a finite number > 0 and < 1')):
     with pytest.raises(ValueError, match=match):
       make_trainer(workdir, tiny(**{f'training.{key}': value})).train(6)
   config = tiny()

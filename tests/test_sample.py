@@ -33,12 +33,13 @@ def test_path_figure_has_rows_x_gz_y_per_chain_and_a_column_per_step(trained_wor
       np.testing.assert_array_equal(cell(figure, 3 * chain + 2, col),
                                     images_lib.to_uint8(path['residuals'][col, chain], 5.0))
   names = sorted(os.path.basename(p) for p in written)
-  assert names == ['generator_000.png', 'langevin_path.png', 'residual_x5_000.png',
-                   'samples.npz', 'samples_000.png']
+  assert names == ['generator_grid_000.png', 'langevin_path.png', 'residual_x5_grid_000.png',
+                   'samples.npz', 'samples_grid_000.png']
   npz = np.load(tmp_path / 'samples.npz')
   assert npz['images'].shape == (5, 16, 16, 1) and int(npz['seed']) == 3
-  # batches seeded seed + b: the first batch is sample(4, seed)
-  np.testing.assert_allclose(npz['images'][:4], module.sample(4, 3)['images'], atol=1e-6)
+  # batch b draws the stream (seed, b)
+  np.testing.assert_allclose(npz['images'][:4],
+                             module.sample(4, samples_lib.stream_seed(3, 0))['images'], atol=1e-6)
   tags = [v.tag for e in tf.compat.v1.train.summary_iterator(
       os.path.join(tmp_path / 'tb', os.listdir(tmp_path / 'tb')[0])) for v in e.summary.value]
   assert 'langevin_path' in tags

@@ -110,7 +110,8 @@ class Checkpoints:
         self.log(f'Skipped checkpoints that do not restore: {", ".join(skipped)} (left in '
                  'place; later saves at their steps overwrite them).')
       return self._resumed(path)
-    raise checkpoints_lib.resume_error(self.ckpt_dir, 'none of its checkpoints restores')
+    raise checkpoints_lib.resume_error(self.ckpt_dir, 'none of its checkpoints restores',
+                                       none_restores=True)
 
   def _resumed(self, path):
     self.last_good, self.resumed_at = path, int(self.step.numpy())

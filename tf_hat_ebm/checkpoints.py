@@ -30,14 +30,18 @@ def checkpoint_path(ckpt_dir, spec):
   return spec[:-len('.index')] if spec.endswith('.index') else spec
 
 
-def resume_error(ckpt_dir, reason):
-  """The one-line refusal of a resume that would have to guess."""
+def resume_error(ckpt_dir, reason, none_restores=False):
+  """The one-line refusal of a resume that would have to guess (`none_restores`: every
+  checkpoint was tried and failed, so no --checkpoint can help)."""
   steps = checkpoint_steps(ckpt_dir)
   found = ', '.join(f'ckpt-{s}' for s in steps) or 'none'
+  advice = (f'restore the checkpoints from a copy, or move {ckpt_dir} away to start the run over'
+            if none_restores else
+            f'resume from one of them with --checkpoint=STEP, or with '
+            f'--checkpoint={LATEST_INTACT} from the newest that restores')
   return ValueError(
       f'cannot resume from {ckpt_dir}: {reason}; checkpoints found: {found}; nothing was '
-      'deleted; resume from one of them with --checkpoint=STEP, or with '
-      f'--checkpoint={LATEST_INTACT} from the newest that restores')
+      f'deleted; {advice}')
 
 
 def restore_checkpoint(checkpoint, path, partial=False):
@@ -48,8 +52,13 @@ def restore_checkpoint(checkpoint, path, partial=False):
     (status.expect_partial() if partial else status).assert_existing_objects_matched()
   except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
     # IndexError: what TF's reader raises on a truncated file ("Read less bytes than requested").
-    detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    raise ValueError(detail) from e
+    raise ValueError(restore_detail(e)) from e
+
+
+def restore_detail(error):
+  """The first sentence of a failed restore's error, without TF's listing of variable values."""
+  text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+  return text.split(' Showing ')[0][:300]
 
 
 def list_checkpoints(ckpt_dir):

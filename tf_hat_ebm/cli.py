@@ -5,9 +5,11 @@ second, not ten), and sets TF_CPP_MIN_LOG_LEVEL before any script imports it: Te
 log (CUDA factory registration, grappler's remapper) would read as errors on a CPU machine. Bad
 flags end the program with one `error: ...` line on stderr and exit code 1.
 """
+import logging as py_logging
 import os
 import runpy
 import sys
+import traceback
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 
@@ -33,6 +35,9 @@ def one_line(error):
 
 
 def fail(message, code=1):
+  # TensorFlow warns about the unrestored values of a failed restore when objects are deleted
+  # (at exit): hundreds of lines after the one that matters.
+  py_logging.getLogger('tensorflow').setLevel(py_logging.ERROR)
   print(f'error: {message}', file=sys.stderr, flush=True)
   sys.exit(code)
 
@@ -47,6 +52,10 @@ def define_checkpoint_and_overwrite_flags():
   """--checkpoint and --overwrite, shared by the scripts that read a run and write outputs."""
   flags.DEFINE_string('checkpoint', None, 'Checkpoint to load: a step N (ckpt-N in '
                       '<workdir>/checkpoints) or a checkpoint path; default: the latest.')
+  flags.DEFINE_bool('trust_workdir_code', False, 'Import and call the generator factory a joint '
+                    "run's config.json names (a workdir is data: off by default).")
+  flags.DEFINE_bool('allow_other_generator', False, 'Load a joint run over a generator whose '
+                    'weights differ from those it was trained on (its pinned fingerprint).')
   flags.DEFINE_bool('overwrite', False, 'Replace this script\'s earlier output at the output '
                     'path (other files there are kept); without it a non-empty target is an error.')
   key_flags('checkpoint', 'overwrite')
@@ -116,6 +125,12 @@ def _parse_flags(argv):
     fail(one_line(e))
   except SyntaxError as e:  # a --config file that is not Python
     fail(_config_flag_error(e))
+  except Exception as e:  # pylint: disable=broad-except
+    # A --config file is user code: whatever it raises is reported against the file and line.
+    frame = traceback.extract_tb(e.__traceback__)[-1]
+    given = [a.split('=')[0] for a in argv[1:] if a.lstrip('-').startswith('config')]
+    fail(f'{given[0] if given else "--config"}: the config file raised {type(e).__name__}: '
+         f'{one_line(e)} ({frame.filename}, line {frame.lineno})')
   if not flags.FLAGS['verbosity'].present:
     # Libraries' INFO logs (tfds, SavedModel writing) would bury the one-line errors; the
     # scripts print their own progress. --verbosity=0 brings them back.

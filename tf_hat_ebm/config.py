@@ -15,11 +15,11 @@ import os
 import ml_collections
 
 # Fields that hold None by default need a float type, or overrides could not set them.
-_OPTIONAL_FLOATS = ('max_drift', 'prior_sigma', 'hat_clip_norm', 'gen_clip_norm', 'disc_clip_norm')
+OPTIONAL_FLOATS = ('max_drift', 'prior_sigma', 'hat_clip_norm', 'gen_clip_norm', 'disc_clip_norm')
 
 
 def _optional(cfg):
-  for key in _OPTIONAL_FLOATS:
+  for key in OPTIONAL_FLOATS:
     if key in cfg and cfg[key] is None:
       cfg[key] = ml_collections.FieldReference(None, field_type=float)
   return cfg
@@ -186,6 +186,10 @@ def joint_defaults():
   gen.path = ''
   gen.latent_shape = ()               # savedmodel / factory only: e.g. (128,) or (16, 16, 1)
   gen.output_range = (-1.0, 1.0)      # savedmodel / factory only: mapped linearly to [-1, 1]
+  # The pin, recorded at a run's first start (generators.load): the step of the sngan /
+  # autoencoder checkpoint (None: the latest, then recorded) and a hash of G's weights.
+  gen.checkpoint = ml_collections.FieldReference(None, field_type=int)
+  gen.fingerprint = ''
   # The release's prior sigma 0.25 acts only in its sampling chain (the paper's table: both).
   config.langevin = joint_chain_config(steps=250, step_size=1e-4, latent_step_size=5e-3,
                                        temperature=1e-3, max_drift=2.5)

@@ -10,17 +10,14 @@ import threading
 import numpy as np
 import tensorflow as tf
 
-TFDS_DATASETS = ('cifar10', 'cifar100', 'svhn_cropped', 'celeb_a', 'imagenet2012')
-DATASETS = ('digits',) + TFDS_DATASETS
+from tf_hat_ebm.validation import check_dataset  # noqa: F401 (the data module's check)
+from tf_hat_ebm.validation import DATASETS
+
+TFDS_DATASETS = DATASETS[1:]
 
 # Fixed split of the 1,797 scikit-learn digits: a seeded permutation, the last 297 for test.
 DIGITS_TEST_SIZE = 297
 DIGITS_SPLIT_SEED = 0
-
-
-def check_dataset(name):
-  if name not in DATASETS:
-    raise ValueError(f'unknown dataset {name!r}; known datasets: {", ".join(DATASETS)}')
 
 
 def to_unit_range(image):

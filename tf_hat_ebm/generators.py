@@ -12,8 +12,11 @@ Precision: the project's SN-GAN and decoder, and a factory's model, are built un
 Keras policy (nets.with_precision); a SavedModel keeps the precision it was saved in. Either way
 G gets its latents in its compute dtype and hands back float32 images.
 """
+import hashlib
 import importlib
 import os
+
+import numpy as np
 
 import tensorflow as tf
 
@@ -51,28 +54,118 @@ class FrozenGenerator(tf.Module):
 
 def load(config, precision='float32'):
   """(frozen generator, SN-GAN discriminator or None) named by config.generator, shape-checked;
-  the project's networks and a factory's model built under the Keras policy `precision`."""
+  the project's networks and a factory's model built under the Keras policy `precision`.
+
+  The generator is pinned: a workdir's checkpoint is generator.checkpoint (the latest at a run's
+  first start, recorded there), and its weights must hash to generator.fingerprint when that is
+  set. Both are filled in on `config` (the trainer writes them to config.json), and
+  generator.path is made absolute, so every later load sees exactly this generator.
+  """
   gcfg, data = config.generator, config.data
   if gcfg.source not in SOURCES:
     raise ValueError(f'generator.source must be one of {SOURCES}, not {gcfg.source!r}')
   if not gcfg.path:
     raise ValueError(f'set generator.path for generator source {gcfg.source!r}')
+  if gcfg.source != 'factory':
+    gcfg.path = absolute_path(gcfg.path)
   discriminator = None
-  if gcfg.source == 'sngan':
-    model, discriminator = load_sngan(gcfg.path, config, precision=precision)
+  if gcfg.source in ('sngan', 'autoencoder'):
+    what = 'SN-GAN' if gcfg.source == 'sngan' else 'autoencoder'
+    script = f'experiments/train_{gcfg.source}.py'
+    pinned = gcfg.get('checkpoint')
+    if pinned is not None and not tf.io.gfile.exists(
+        os.path.join(gcfg.path, 'checkpoints', f'ckpt-{pinned}.index')):
+      raise ValueError(f'the pinned generator checkpoint ckpt-{pinned} of {gcfg.path} '
+                       f'(generator.checkpoint) is gone; restore it, or choose another with '
+                       '--config.generator.checkpoint=STEP and --allow_config_change')
+    path = checkpoints.resolve_checkpoint(gcfg.path, pinned, what=what, script=script)
+    if gcfg.source == 'sngan':
+      model, discriminator = load_sngan(gcfg.path, config, checkpoint=path, precision=precision)
+    else:
+      model = load_decoder(gcfg.path, config, checkpoint=path, precision=precision)
     generator = FrozenGenerator(model, model.latent_shape)
-  elif gcfg.source == 'autoencoder':
-    decoder = load_decoder(gcfg.path, config, precision=precision)
-    generator = FrozenGenerator(decoder, decoder.latent_shape)
+    step = checkpoint_step(path)
+    if pinned is None and step is not None:
+      gcfg.checkpoint = step
+    where = f'{path}'
   else:
     if not gcfg.latent_shape:
       raise ValueError(f'generator source {gcfg.source!r} needs generator.latent_shape')
     model, keras = (_load_savedmodel(gcfg.path) if gcfg.source == 'savedmodel'
                     else nets.with_precision(precision, lambda: _load_factory(gcfg.path)))
     generator = FrozenGenerator(model, gcfg.latent_shape, gcfg.output_range, keras=keras)
+    where = f'{gcfg.source} {gcfg.path}'
   check_generator(generator, (data.image_size, data.image_size, data.channels),
                   f'{gcfg.source} generator {gcfg.path}')
+  check_fingerprint(generator, gcfg, where)
   return generator, discriminator
+
+
+def adopt_pin(config, workdir, allow_change=False):
+  """Before a resume: config.generator takes the pin recorded in workdir/config.json.
+
+  Another generator (source, path or checkpoint) than the one the run was made with is an error
+  naming both, unless `allow_change`; then the new one is pinned in its place.
+  """
+  gcfg = config.get('generator')
+  if gcfg is None or not tf.io.gfile.exists(os.path.join(workdir, 'config.json')):
+    return
+  saved = workdir_lib.load_config(workdir).get('generator')
+  if saved is None:
+    return
+
+  def describe_pin(g):
+    step = '' if g.get('checkpoint') is None else f' ckpt-{g.checkpoint}'
+    return f'{g.source} {absolute_path(g.path) if g.path else "(no path)"}{step}'
+
+  asked = gcfg.get('checkpoint')
+  same = (gcfg.source == saved.source and absolute_path(gcfg.path) == absolute_path(saved.path)
+          and asked in (None, saved.get('checkpoint')))
+  if same:
+    gcfg.checkpoint = saved.get('checkpoint')
+    if not gcfg.get('fingerprint') and not allow_change:  # allowed: the weights are re-recorded
+      gcfg.fingerprint = saved.get('fingerprint') or ''
+  elif not allow_change:
+    raise ValueError(f'workdir {workdir} was made with the generator {describe_pin(saved)}; this '
+                     f'config asks for {describe_pin(gcfg)}; pass --allow_config_change to '
+                     'continue it with the new one')
+
+
+def absolute_path(path):
+  """A local path made absolute (so a run can be loaded from any directory); URLs as they are."""
+  return path if '://' in path else os.path.abspath(os.path.expanduser(path))
+
+
+def checkpoint_step(path):
+  """N of a .../ckpt-N checkpoint path, else None."""
+  tail = os.path.basename(path)
+  return int(tail[5:]) if tail.startswith('ckpt-') and tail[5:].isdigit() else None
+
+
+def fingerprint(generator):
+  """A short hash of the generator's weights (shapes and values, in the model's order)."""
+  digest = hashlib.sha256()
+  model = generator.model
+  weights = getattr(model, 'weights', None)
+  if weights is None:
+    weights = getattr(model, 'variables', ())
+  for w in weights:
+    value = np.asarray(w.numpy())
+    digest.update(str(value.shape).encode())
+    digest.update(value.tobytes())
+  return digest.hexdigest()[:16] if weights else ''
+
+
+def check_fingerprint(generator, gcfg, where):
+  """Records generator.fingerprint, or fails naming both when the weights are not those."""
+  found = fingerprint(generator)
+  if gcfg.get('fingerprint') and found and found != gcfg.fingerprint:
+    raise ValueError(f'the generator {where} has weights {found}, but this run was made with '
+                     f'weights {gcfg.fingerprint} (generator.fingerprint): it changed since; '
+                     'restore that generator, or pass --allow_other_generator '
+                     '(--allow_config_change when training) to use this one')
+  if 'fingerprint' in gcfg:
+    gcfg.fingerprint = found
 
 
 def untrained(config, precision='float32'):

@@ -18,6 +18,7 @@ import math
 
 import tensorflow as tf
 
+from tf_hat_ebm import validation
 from tf_hat_ebm.langevin import project_to_sphere
 from tpu_utils import hardware
 
@@ -47,13 +48,8 @@ def residual_init(init):
 
 
 # Image sizes with an SN-GAN layout; 16 is the digits variant of the 32x32 layout.
-SUPPORTED_IMAGE_SIZES = (16, 32, 64, 128)
-
-
-def check_image_size(image_size):
-  if image_size not in SUPPORTED_IMAGE_SIZES:
-    raise ValueError(f'image size {image_size} has no SN-GAN network; supported sizes are '
-                     f'{", ".join(map(str, SUPPORTED_IMAGE_SIZES))}')
+check_image_size = validation.check_image_size
+SUPPORTED_IMAGE_SIZES = validation.SUPPORTED_IMAGE_SIZES
 
 
 def conv(channels, kernel, init=_RESIDUAL_INIT, name=None, **kwargs):

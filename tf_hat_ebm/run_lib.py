@@ -5,17 +5,18 @@ unreadable checkpoint, full disk, divergence) end the program with one clear lin
 non-zero exit code (1; 130 for Ctrl-C). Programming errors keep their traceback.
 """
 import errno
-import fnmatch
 import json
-import math
 import os
+import shutil
+import tempfile
 
+from absl import flags
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
-from tf_hat_ebm import data as data_lib
-from tf_hat_ebm import nets
+from tf_hat_ebm import generators
 from tf_hat_ebm import registry
+from tf_hat_ebm import validation
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.actions import DivergenceError
 from tf_hat_ebm.cli import define_checkpoint_and_overwrite_flags  # noqa: F401 (the scripts')
@@ -28,60 +29,29 @@ USER_ERRORS = (ValueError, DivergenceError, FileNotFoundError, PermissionError,
 RESOURCE_ERRORS = (tf.errors.ResourceExhaustedError, OSError)
 EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
-FLOAT32_MAX = float(tf.float32.max)
-CHAIN_SECTIONS = ('langevin', 'sampling', 'ddls')
-
-
-def _check_number(field, value, low, strict=False, integer=False):
-  """Raises a ValueError naming the config field unless low <(=) value <= float32 max."""
-  ok = (isinstance(value, int) if integer else isinstance(value, (int, float)))
-  ok = ok and not isinstance(value, bool) and math.isfinite(value)
-  ok = ok and (value > low if strict else value >= low) and value <= FLOAT32_MAX
-  if not ok:
-    kind = 'an integer' if integer else 'a finite number'
-    raise ValueError(f'config field {field} must be {kind} {">" if strict else ">="} {low:g}'
-                     f'{"" if integer else f" and <= {FLOAT32_MAX:.3g}"}; got {value!r}')
-
-
-def check_ranges(config):
-  """Range checks of the numbers a run reads: chains, batch, steps, learning rates."""
-  for section in CHAIN_SECTIONS:
-    cfg = config.get(section)
-    if cfg is None:
-      continue
-    # The training chain needs at least one step (K = 0 would train on the initial state);
-    # sampling with K = 0 returns G(Z) + Y0 and stays allowed.
-    _check_number(f'{section}.steps', cfg.get('steps'), 1 if section == 'langevin' else 0,
-                  integer=True)
-    for name in ('step_size', 'latent_step_size', 'temperature'):
-      if name in cfg:
-        _check_number(f'{section}.{name}', cfg[name], 0, strict=True)
-  training = config.get('training')
-  if training is not None:
-    _check_number('training.batch_size', training.get('batch_size'), 1, integer=True)
-    if 'num_steps' in training:
-      _check_number('training.num_steps', training.num_steps, 0, integer=True)
-  for name, value in (config.get('optim') or {}).items():
-    if name.endswith('_lr'):
-      _check_number(f'optim.{name}', value, 0)
-
 
 def validate(config):
-  data_lib.check_dataset(config.data.name)
-  nets.check_image_size(config.data.image_size)
-  if config.data.name == 'digits' and config.data.channels != 1:
-    raise ValueError('digits has 1 channel; set --config.data.channels=1')
-  check_ranges(config)
+  """The checks of every config field (validation.py), before anything is built."""
+  return validation.validate(config)
 
 
 def train(config, workdir, strategy, num_steps=None, verbose=True, allow_config_change=False,
           resume_from=None):
   """Trains the config's kind of task in workdir: the one entry of every training script."""
   validate(config)  # before the task builds anything: one line per out-of-range field
+  generators.adopt_pin(config, workdir, allow_config_change)
   task = registry.for_config(config).make_task(config, strategy)
   trainer = Trainer(task, config, workdir, strategy, verbose=verbose,
                     allow_config_change=allow_config_change, resume_from=resume_from)
   return trainer, trainer.train(num_steps)
+
+
+def load_run_flags():
+  """load_run's keyword arguments from the flags cli.define_checkpoint_and_overwrite_flags
+  defines."""
+  f = flags.FLAGS
+  return dict(checkpoint=f.checkpoint, trust_code=f.trust_workdir_code,
+              allow_other_generator=f.allow_other_generator)
 
 
 def int_list(values, flag):
@@ -94,35 +64,137 @@ def int_list(values, flag):
     raise ValueError(f'--{flag}={",".join(values)}: give comma-separated integers') from e
 
 
-def check_output_dir(path, overwrite, flag):
-  """Fails unless `path` can take a script's outputs (see prepare_output_dir); its entries."""
+# A training workdir's own entries: no script's --output may be the workdir or one of these.
+WORKDIR_OWN = ('checkpoints', 'tensorboard', 'samples')
+
+
+def check_output_dir(path, overwrite, flag, owned=()):
+  """Fails unless `path` can take a script's outputs (see OwnedOutput); its entries.
+
+  A workdir (or its checkpoints/, tensorboard/, samples/) is never an output: the run's files
+  there are not the script's to replace. A non-empty directory needs `overwrite`, and even then
+  an entry of the same name as one of the script's outputs (`owned`) that the script's manifest
+  does not list is an error, not replaced.
+  """
+  if not path:
+    raise ValueError(f'--{flag} is empty: give a directory')
   if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
     raise ValueError(f'--{flag}={path} is a file; give a directory')
-  entries = tf.io.gfile.listdir(path) if tf.io.gfile.exists(path) else []
+  parent, name = os.path.split(os.path.normpath(path))
+  if _is_workdir(path) or (name in WORKDIR_OWN and _is_workdir(parent)):
+    raise ValueError(f'--{flag}={path} is a training workdir or one of its own directories '
+                     f'({", ".join(WORKDIR_OWN)}): give a directory of its own, e.g. '
+                     f'{os.path.join(parent if name in WORKDIR_OWN else path, "generated")}')
+  entries = [e.rstrip('/') for e in tf.io.gfile.listdir(path)] if tf.io.gfile.exists(path) else []
   if entries and not overwrite:
-    shown = ', '.join(sorted(e.rstrip('/') for e in entries)[:3])
+    shown = ', '.join(sorted(entries)[:3])
     raise ValueError(f'--{flag}={path} is not empty ({shown}{", ..." if len(entries) > 3 else ""})'
                      f': pass --overwrite to replace this script\'s output there, or choose '
                      'an empty or new directory')
   return entries
 
 
-def prepare_output_dir(path, owned, overwrite, flag):
-  """Makes `path` ready for a script's outputs without ever losing files silently.
+def _is_workdir(path):
+  return bool(path) and (tf.io.gfile.exists(os.path.join(path, 'config.json'))
+                         or tf.io.gfile.isdir(os.path.join(path, 'checkpoints')))
 
-  A missing or empty directory is used as is. A non-empty one is an error unless `overwrite`;
-  then the entries matching the `owned` glob patterns (this script's earlier output) are removed,
-  so no stale file of an earlier run is left beside the new ones, and other entries are kept.
+
+class OwnedOutput:
+  """A script's output directory: it replaces only what it wrote itself, one writer at a time.
+
+    with run_lib.OwnedOutput(path, 'sample', overwrite, 'output') as out:
+      write everything into out.staging ...
+      out.commit()
+  On entry the directory is claimed (`.<script>.lock`, taken atomically; a second writer is
+  refused) and a uniquely named staging directory is made in it. `commit` moves the staged files
+  in and records them in `.<script>.manifest.json`; an --overwrite rerun deletes only the files
+  that manifest lists. A failure before `commit` leaves the earlier output as it was.
   """
-  for entry in check_output_dir(path, overwrite, flag):
-    name = entry.rstrip('/')
-    if any(fnmatch.fnmatch(name, pattern) for pattern in owned):
-      target = os.path.join(path, name)
+
+  def __init__(self, path, script, overwrite, flag):
+    self.path, self.script, self.overwrite, self.flag = path, script, overwrite, flag
+    self.manifest = os.path.join(path, f'.{script}.manifest.json')
+    self.staging, self._lock, self.written = None, None, []
+
+  def check(self):
+    """The early check (before the work): the path can take this script's outputs."""
+    check_output_dir(self.path, self.overwrite, self.flag)
+
+  def __enter__(self):
+    self.check()
+    try:
+      tf.io.gfile.makedirs(self.path)
+    except tf.errors.OpError as e:
+      raise PermissionError(f'cannot write to --{self.flag}={self.path}: {e.message}') from e
+    self._lock = workdir_lib.WorkdirLock(self.path, name=f'.{self.script}.lock',
+                                         what=f'another {self.script} run')
+    self._lock.__enter__()
+    local = '://' not in self.path
+    for name in tf.io.gfile.listdir(self.path):  # left by a killed run of this script
+      if name.startswith(f'.{self.script}-staging-'):
+        tf.io.gfile.rmtree(os.path.join(self.path, name.rstrip('/')))
+    try:
+      self.staging = tempfile.mkdtemp(prefix=f'.{self.script}-staging-',
+                                      dir=self.path if local else None)
+    except OSError as e:
+      self._lock.__exit__(None, None, None)
+      raise PermissionError(f'cannot write to --{self.flag}={self.path}: {e}') from e
+    return self
+
+  def _previous(self):
+    if not tf.io.gfile.exists(self.manifest):
+      return []
+    try:
+      with tf.io.gfile.GFile(self.manifest) as f:
+        files = json.load(f).get('files', [])
+      return [str(n) for n in files if '/' not in str(n) and str(n) not in ('', '.', '..')]
+    except (ValueError, AttributeError, tf.errors.OpError):
+      return []  # garbled: nothing is known to be ours, so nothing is deleted
+
+  def commit(self):
+    """Moves the staged entries into the output, replacing only this script's earlier files."""
+    previous = self._previous()
+    mine = {self.manifest, self._lock.path, self.staging}
+    staged = sorted(e.rstrip('/') for e in tf.io.gfile.listdir(self.staging))
+    # Checked again now (not only before the work): another command may have written here since.
+    others = [e.rstrip('/') for e in tf.io.gfile.listdir(self.path)
+              if os.path.join(self.path, e.rstrip('/')) not in mine]
+    if others and not self.overwrite:
+      raise FileExistsError(f'--{self.flag}={self.path} was written to while this run worked '
+                            f'({", ".join(sorted(others)[:3])}): nothing of this run was kept; '
+                            'rerun with another directory, or --overwrite to replace it')
+    foreign = [name for name in staged if name in others and name not in previous]
+    if foreign:
+      raise FileExistsError(f'{os.path.join(self.path, foreign[0])} exists and was not written '
+                            f'by {self.script}: move it away, or choose another directory')
+    for name in previous:
+      target = os.path.join(self.path, name)
       if tf.io.gfile.isdir(target):
         tf.io.gfile.rmtree(target)
-      else:
+      elif tf.io.gfile.exists(target):
         tf.io.gfile.remove(target)
-  tf.io.gfile.makedirs(path)
+    for name in staged:
+      _move(os.path.join(self.staging, name), os.path.join(self.path, name))
+    self.written = staged
+    write_json(self.manifest, dict(script=self.script, files=staged))
+
+  def __exit__(self, *exc):
+    try:
+      if self.staging and os.path.isdir(self.staging):
+        shutil.rmtree(self.staging, ignore_errors=True)
+    finally:
+      self._lock.__exit__(*exc)
+    return False
+
+
+def _move(src, dst):
+  if '://' not in dst:
+    os.replace(src, dst)
+  elif os.path.isdir(src):
+    for name in os.listdir(src):
+      _move(os.path.join(src, name), os.path.join(dst, name))
+  else:
+    tf.io.gfile.copy(src, dst, overwrite=True)
 
 
 def check_output_file(path, overwrite):

@@ -28,10 +28,23 @@ class Run:
   kind: registry.Kind
 
 
-def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpoint=None):
+def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpoint=None,
+             trust_code=False, allow_other_generator=False):
   """The inference model of workdir's run, restored from `checkpoint` (a step N, i.e. ckpt-N of
-  workdir/checkpoints, or a checkpoint path; default: the latest)."""
+  workdir/checkpoints, or a checkpoint path; default: the latest).
+
+  A joint run's generator is the one pinned in its config.json (other weights are an error unless
+  `allow_other_generator`); a generator factory it names is code, imported only if `trust_code`.
+  """
   config = load_config(workdir)
+  gen = config.get('generator')
+  if gen is not None and gen.source == 'factory' and not trust_code:
+    # A workdir is data: opening one must not run code the user did not ask for.
+    raise ValueError(f'{os.path.join(workdir, "config.json")} names the generator factory '
+                     f'{gen.path!r}, code that loading this run would import and call; pass '
+                     '--trust_workdir_code if you trust this workdir')
+  if gen is not None and allow_other_generator:
+    gen.fingerprint = ''
   kind = registry.for_config(config)
   if kind.inference is None:
     raise ValueError(f'workdir {workdir} holds a {kind.name!r} run; loadable experiments: '

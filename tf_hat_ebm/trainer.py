@@ -14,9 +14,9 @@ import tensorflow as tf
 
 from tf_hat_ebm import actions as actions_lib
 from tf_hat_ebm import data as data_lib
-from tf_hat_ebm import guard as guard_lib
 from tf_hat_ebm import registry
 from tf_hat_ebm import run_info
+from tf_hat_ebm import validation
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.actions import DivergenceError
 from tpu_utils.strategy import worker_info
@@ -169,29 +169,10 @@ def _next_chunk(step, end, steps_per_loop, intervals):
 
 
 def check_training_config(t, end):
-  """One-line errors for training fields out of range (read here, by the trainer)."""
+  """One-line errors for training fields out of range (validation.py) and the end step."""
   if end <= 0:
     raise ValueError(f'training.num_steps must be > 0, not {end}')
-  for key in ('steps_per_loop', 'keep_checkpoints'):
-    if t[key] < 1:
-      raise ValueError(f'training.{key} must be >= 1, not {t[key]}')
-  for key in ('log_every', 'checkpoint_every', 'sample_every', 'archive_every', 'max_rollbacks'):
-    if t[key] < 0:
-      raise ValueError(f'training.{key} must be >= 0 (0: never), not {t[key]}')
-  if _eval_every(t) < 0:
-    raise ValueError(f'training.eval_every must be >= 0 (0: never), not {t.eval_every}')
-  if not 0 < t.rollback_lr_factor < 1:
-    raise ValueError(f'training.rollback_lr_factor must be in (0, 1), not {t.rollback_lr_factor}')
-  g = t.guard
-  if g.action not in guard_lib.ACTIONS:
-    raise ValueError(f'training.guard.action must be one of {", ".join(guard_lib.ACTIONS)}, '
-                     f'not {g.action!r}')
-  for key, low in (('patience', 1), ('window', 1), ('warmup', 0), ('max_abs_energy_diff', 0),
-                   ('growth_factor', 0)):
-    if g[key] < low:
-      raise ValueError(f'training.guard.{key} must be >= {low}, not {g[key]}')
-  if 0 < g.growth_factor <= 1:
-    raise ValueError(f'training.guard.growth_factor must be > 1 (or 0: off), not {g.growth_factor}')
+  validation.check_training(t)
 
 
 def _eval_every(training_cfg):

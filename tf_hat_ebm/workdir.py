@@ -9,12 +9,14 @@ import json
 import os
 import re
 import socket
+import time
 
 from absl import logging
 import ml_collections
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
+from tf_hat_ebm import validation
 
 LOCK_NAME = 'train.lock'
 
@@ -33,9 +35,9 @@ class WorkdirLock:
   Only local workdirs are locked: an object store has no atomic create-if-absent.
   """
 
-  def __init__(self, workdir, log=print):
-    self.path = os.path.join(workdir, LOCK_NAME)
-    self.log, self.held = log, False
+  def __init__(self, workdir, log=print, name=LOCK_NAME, what='another training run'):
+    self.path = os.path.join(workdir, name)
+    self.log, self.held, self.what = log, False, what
 
   def __enter__(self):
     if '://' in self.path:
@@ -46,16 +48,26 @@ class WorkdirLock:
       try:
         fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
       except FileExistsError:
+        if os.path.isdir(self.path):
+          raise WorkdirLockedError(f'{self.path} is a directory, not a lock file: remove it '
+                                   'and rerun') from None
         owner = _read_lock(self.path)
-        if owner.get('host') == socket.gethostname() and not _pid_alive(owner.get('pid')):
-          self.log(f'Taking over the stale lock {self.path} of pid {owner.get("pid")} '
-                   f'(no longer running).')
+        if not owner:  # being written this instant, or half-written by a killed run
+          time.sleep(0.5)
+          owner = _read_lock(self.path)
+        if not owner or (owner.get('host') == socket.gethostname()
+                         and not _pid_alive(owner.get('pid'))):
+          state = f'pid {owner.get("pid")} no longer running' if owner else 'garbled'
+          self.log(f'Taking over the stale lock {self.path} ({state}).')
           os.remove(self.path)
           continue
         raise WorkdirLockedError(
-            f'workdir is in use by another training run: {self.path} holds pid '
+            f'{os.path.dirname(self.path)} is in use by {self.what}: {self.path} holds pid '
             f'{owner.get("pid")} on host {owner.get("host")}; wait for it, or delete the lock '
             'file if that run is gone') from None
+      except PermissionError as e:
+        raise PermissionError(f'cannot take the lock {self.path}: {e.strerror} (a read-only '
+                              'directory?)') from None
       with os.fdopen(fd, 'w') as f:
         f.write(mine)
       self.held = True
@@ -127,8 +139,13 @@ def load_config(workdir, defaults=None):
   path = os.path.join(workdir, 'config.json')
   if not tf.io.gfile.exists(path):
     raise ValueError(f'no config.json in workdir {workdir}: is it the --workdir of a training run?')
-  with tf.io.gfile.GFile(path) as f:
-    text = f.read()
+  if tf.io.gfile.isdir(path):
+    raise ValueError(f'{path} is a directory, not the config file of a training run')
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      text = f.read()
+  except (tf.errors.OpError, UnicodeDecodeError) as e:
+    raise ValueError(f'cannot read {path}: {getattr(e, "message", e)}') from e
   try:
     config = json.loads(text)
   except ValueError as e:
@@ -146,7 +163,8 @@ def load_config(workdir, defaults=None):
     if filled:
       logging.warning('%s was written by an older version: defaults filled in for %s', path,
                       ', '.join(filled))
-  return ml_collections.ConfigDict(config)
+  # Read back, the config is checked as at training start: an edited field never runs unchecked.
+  return validation.validate(ml_collections.ConfigDict(config), source=path)
 
 
 # Fields whose default changed when they were added: a config.json written before they existed

@@ -12,6 +12,7 @@ import tensorflow as tf
 from tf_hat_ebm import digits_eval
 from tf_hat_ebm import export
 from tf_hat_ebm import langevin
+from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm.evaluation import fid
 
 
@@ -43,16 +44,17 @@ def make_sampler(run):
   return sample
 
 
-def latent_batches(model, num, seed, batch_size=250):
-  """(Z0, seed) of each batch of `num` latents; Z0 of batch b from seed + b."""
+def latent_batches(model, num, seed, batch_size=250, run=0):
+  """(Z0, seed) of each batch of `num` latents; batch b draws the stream (seed, b, run)."""
   for b, start in enumerate(range(0, num, batch_size)):
     n = min(batch_size, num - start)
-    z0 = tf.random.Generator.from_seed([seed + b]).normal([n, *model.generator.latent_shape])
-    yield z0, tf.constant(seed + b, tf.int64)
+    s = samples_lib.stream_seed(seed, b, run)
+    z0 = tf.random.Generator.from_seed(s).normal([n, *model.generator.latent_shape])
+    yield z0, tf.constant(s, tf.int64)
 
 
 def sample_all(model, sampler, num, seed, batch_size=250):
-  """`num` samples of every method, in batches; Z0 of batch b from seed + b."""
+  """`num` samples of every method, in batches; batch b draws the stream (seed, b)."""
   parts = [{k: v.numpy() for k, v in sampler(z0, s).items()}
            for z0, s in latent_batches(model, num, seed, batch_size)]
   return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
@@ -61,14 +63,14 @@ def sample_all(model, sampler, num, seed, batch_size=250):
 def method_fids(model, sampler, feature_net, reference, num, runs, seed=0, batch_size=250,
                 verbose=False):
   """{method: [FID per run]}: every method's samples from the same Z0, scored against `reference`
-  activations with one feature network. Run r draws fresh latents (seed + 1_000_003 * (r + 1));
+  activations with one feature network. Run r draws the streams (seed, batch, r + 1);
   only activations are kept, batch by batch."""
   fids = {}
   for r in range(runs):
     if verbose:
       print(f'FID run {r + 1}/{runs}: {num} samples per method', flush=True)
     acts = {}
-    for z0, s in latent_batches(model, num, seed + 1_000_003 * (r + 1), batch_size):
+    for z0, s in latent_batches(model, num, seed, batch_size, r + 1):
       for name, x in sampler(z0, s).items():
         acts.setdefault(name, []).append(fid.activations([x], feature_net, verbose=False))
     for name, parts in acts.items():

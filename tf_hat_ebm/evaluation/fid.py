@@ -17,6 +17,7 @@ import tensorflow as tf
 import tensorflow_gan as tfgan
 
 from tf_hat_ebm import data as data_lib
+from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm import workdir as workdir_lib
 
 INCEPTION_HELP = (
@@ -114,19 +115,12 @@ def data_activations(data_cfg, split, feature_net, cache_dir, batch_size=250, ve
   return acts
 
 
-def sample_batches(module, num_samples, batch_size, seed):
-  """Batches of `module.sample` ({'images', 'generator_images'}), batch b seeded seed + b."""
-  for b, start in enumerate(range(0, num_samples, batch_size)):
-    n = min(batch_size, num_samples - start)
-    yield module.sample(n, seed + b)  # Python ints: any export's signature dtypes
-
-
 def sample_fids(module, feature_net, reference, num_samples, batch_size=250, runs=1, seed=0,
                 verbose=True):
   """FID of `runs` independent sets of samples against reference activations.
 
   Returns {'hat_ebm': [fid per run], 'generator': [...]}: X = G(Z) + Y and G(Z) of the same chains.
-  Run r uses seeds r * 1_000_003 + batch, so runs never share a chain.
+  Batch b of run r draws the stream (seed, b, r) (samples.stream_seed): runs share no chain.
   """
   fids = {'hat_ebm': [], 'generator': []}
   for r in range(runs):
@@ -135,7 +129,7 @@ def sample_fids(module, feature_net, reference, num_samples, batch_size=250, run
     if verbose:
       print(f'FID run {r + 1}/{runs}: sampling {num_samples}', flush=True)
     seen = 0
-    for out in sample_batches(module, num_samples, batch_size, r * 1_000_003 + seed):
+    for out in samples_lib.sample_batches(module, num_samples, batch_size, seed, r):
       x_acts.append(np.asarray(tfgan.eval.run_classifier_fn(out['images'], feature_net)))
       # G(Z) is scored as an image, clipped to [-1, 1] as the Hat EBM samples are.
       g_images = tf.clip_by_value(out['generator_images'], -1.0, 1.0)
