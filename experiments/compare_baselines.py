@@ -30,27 +30,38 @@ flags.DEFINE_integer('fid_samples', 1000, 'Digits: samples per method and run fo
 flags.DEFINE_integer('fid_runs', 2, 'Digits: independent sample sets for the FID (mean +- std).',
                      lower_bound=1)
 flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1)
+flags.DEFINE_string('feature_cache_dir', None, 'Where the FID feature classifier is cached '
+                    '(default: $TF_HAT_EBM_CACHE or ~/.cache/tf_hat_ebm, one per dataset).')
 cli.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
 cli.answer_help()
 
-import numpy as np  # noqa: E402
-from tf_hat_ebm import images as images_lib  # noqa: E402
+from tf_hat_ebm import figures  # noqa: E402
 from tf_hat_ebm import registry  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
 from tf_hat_ebm import runs  # noqa: E402
 from tf_hat_ebm.evaluation import compare  # noqa: E402
 from tf_hat_ebm.evaluation import features  # noqa: E402
+from tf_hat_ebm.evaluation import fid  # noqa: E402
 
 
-def write(samples, out_dir):
-  grids = {name: images_lib.grid(images_lib.to_uint8(x)) for name, x in samples.items()}
-  for name, image in grids.items():
-    images_lib.write_png(os.path.join(out_dir, f'{name}.png'), image)
-  gap = np.full([next(iter(grids.values())).shape[0], 6, grids['generator'].shape[2]], 255,
-                np.uint8)
-  row = [part for image in grids.values() for part in (image, gap)][:-1]
-  images_lib.write_png(os.path.join(out_dir, 'side_by_side.png'), np.concatenate(row, axis=1))
+# Panel labels of the methods, left to right in side_by_side.png.
+LABELS = {'generator': 'generator alone G(Z0)', 'ddls': 'DDLS (Langevin in z)',
+          'hat_ebm': 'Hat EBM X = G(Z_K) + Y_K'}
+
+
+def write(samples, out_dir, what):
+  """One labelled grid per method and the labelled side-by-side figure; their metadata."""
+  written = {}
+  for name, x in samples.items():
+    written[name] = figures.grid_figure([(LABELS.get(name, name), x, 'image')],
+                                        f'{LABELS.get(name, name)}: {what}',
+                                        os.path.join(out_dir, f'{name}.png'))
+  written['side_by_side'] = figures.grid_figure(
+      [(LABELS.get(name, name), x, 'image') for name, x in samples.items()],
+      f'The same latents Z0 through each sampler: {what}',
+      os.path.join(out_dir, 'side_by_side.png'))
+  return written
 
 
 def main(argv):
@@ -71,7 +82,7 @@ def main(argv):
     sampler = compare.make_sampler(loaded)
     samples = compare.sample_all(loaded.model, sampler, FLAGS.num, FLAGS.seed, FLAGS.batch_size)
     with out:
-      write(samples, out.staging)
+      write(samples, out.staging, f'{config.name}, step {step}, seed {FLAGS.seed}')
       if config.data.name == 'digits':
         scores(loaded, sampler, samples, out.staging)
       out.commit()
@@ -81,14 +92,17 @@ def main(argv):
   def scores(loaded, sampler, samples, out_dir):
     """The digits table (classifier FID, ...) of every method, printed and in scores.json."""
     config = loaded.config
-    net = features.classifier_features(config.data, workdir) if FLAGS.fid_samples > 0 else None
+    net = (features.classifier_features(config.data, FLAGS.feature_cache_dir)
+           if FLAGS.fid_samples > 0 else None)
     table = compare.digits_table(loaded.model, sampler, config, samples, net, workdir,
                                  FLAGS.fid_samples, FLAGS.fid_runs, FLAGS.seed, FLAGS.batch_size)
     if FLAGS.fid_samples > 0:
       print(f'FID: {FLAGS.fid_runs} x {FLAGS.fid_samples} samples per method against the '
-            f'train split, digits classifier features; lower is better')
-    for name, s in table.items():
-      print(f'  {name:12s} ' + '  '.join(f'{k} {v:.3f}' for k, v in s.items()))
+            f'train split, {net.description}; lower is better')
+    print('\n'.join(fid.score_table(
+        [(name, {**({'FID': (s['fid'], s['fid_std'])} if 'fid' in s else {}),
+                 **{k: v for k, v in s.items() if k not in ('fid', 'fid_std')}})
+         for name, s in table.items()], first='method')))
     run_lib.write_json(os.path.join(out_dir, 'scores.json'), dict(step=loaded.step, **table))
 
   run_lib.main_guard(run)

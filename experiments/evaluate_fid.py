@@ -14,7 +14,7 @@ draw (the same seeds give the same number as its G(Z0) row). Samples come from t
 mean +- std. Features: Inception for CIFAR-10 / CelebA / ImageNet, the digits classifier for the
 digits.
 The table is also written to <workdir>/fid.json (an existing one only with --overwrite, never with a
-non-finite result).
+non-finite result) and into the workdir's TensorBoard (eval/fid_<method>) at the checkpoint's step.
 """
 import os
 
@@ -32,8 +32,8 @@ flags.DEFINE_enum('feature_net', None, ['inception', 'classifier'],
                   'Feature network (default: classifier for digits, inception otherwise).')
 flags.DEFINE_string('inception_path', None, 'Local copy of the TF-GAN Inception (TF-Hub module '
                     'directory); default: TF-Hub, honouring TFHUB_CACHE_DIR.')
-flags.DEFINE_string('feature_cache_dir', None, 'Where the feature classifier is cached '
-                    '(default: the workdir).')
+flags.DEFINE_string('feature_cache_dir', None, 'Where the FID feature classifier is cached '
+                    '(default: $TF_HAT_EBM_CACHE or ~/.cache/tf_hat_ebm, one per dataset).')
 flags.DEFINE_integer('seed', 0, 'Seed of the first sample batch.', lower_bound=0)
 cli.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
@@ -42,6 +42,7 @@ cli.answer_help()
 from tf_hat_ebm import registry  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
 from tf_hat_ebm import runs  # noqa: E402
+from tf_hat_ebm import summaries  # noqa: E402
 from tf_hat_ebm.evaluation import features  # noqa: E402
 from tf_hat_ebm.evaluation import fid  # noqa: E402
 from tf_hat_ebm.evaluation import rows as rows_lib  # noqa: E402
@@ -61,7 +62,7 @@ def evaluate():
   if net_kind == 'inception':
     net = fid.InceptionFeatures(FLAGS.inception_path)  # loaded once, used for every set
   else:
-    net = features.classifier_features(data_cfg, FLAGS.feature_cache_dir or FLAGS.workdir)
+    net = features.classifier_features(data_cfg, FLAGS.feature_cache_dir)
   num_samples = FLAGS.num_samples or (50_000 if net_kind == 'inception' else 5_000)
   train = fid.data_activations(data_cfg, data_cfg.train_split, net, FLAGS.workdir,
                                FLAGS.batch_size)
@@ -76,18 +77,16 @@ def evaluate():
   print(f'\nFID vs {data_cfg.name} {data_cfg.train_split} split ({len(train)} images), '
         f'step {run.step} of {FLAGS.workdir}')
   print(f'features: {net.description}; {FLAGS.runs} run(s); sampling chain {chain}')
-  width = max(len(r[0]) for r in rows)
-  print(f'| {"samples".ljust(width)} | FID              |')
-  print(f'|{"-" * (width + 2)}|------------------|')
-  for name, mean, std in rows:
-    value = f'{mean:.2f}' if std is None else f'{mean:.2f} ± {std:.2f}'
-    print(f'| {name.ljust(width)} | {value.ljust(16)} |')
+  print('\n'.join(fid.score_table([(name, {'FID': (mean, std)}) for name, mean, std in rows])))
   result = dict(step=run.step, feature_net=net.name, feature_description=net.description,
                 num_samples=num_samples, runs=FLAGS.runs, data_test_vs_train=data_fid,
                 reference=f'{data_cfg.name}/{data_cfg.train_split}',
                 **{key: fids[key] for key, _ in methods})
   run_lib.write_json(path, result)
-  print(f'written to {path}')
+  summaries.log_evaluation(
+      FLAGS.workdir, run.step, {**{f'fid_{key}': fid.mean_std(fids[key])[0] for key, _ in methods},
+                                'fid_data_test_vs_train': data_fid}, summaries.EVAL)
+  print(f'written to {path}; TensorBoard: {FLAGS.workdir}/tensorboard (eval/)')
 
 
 def main(argv):

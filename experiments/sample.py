@@ -3,11 +3,12 @@ r"""Samples of a trained Hat EBM as PNG grids and an .npz, and the Langevin-path
   python experiments/sample.py --workdir=workdir/digits_synth --num_samples=100
   python experiments/sample.py --saved_model=exported/digits_synth --output=/tmp/samples
 
-Writes samples_grid_NNN.png (X = G(Z) + Y), generator_grid_NNN.png (G(Z)),
-residual_x5_grid_NNN.png (Y x5), samples.npz (images, generator_images, residuals in [-1, 1]) and
-langevin_path.png (rows X, G(Z), Y x5 per chain, columns = chain steps), the figure also logged to
-<output>/tensorboard. The files are listed in <output>/.sample.manifest.json: --overwrite replaces
-exactly those, and the output is never a workdir's own directory.
+Writes labelled grids samples_grid_NNN.png (X = G(Z) + Y), generator_grid_NNN.png (G(Z)) and
+residual_grid_NNN.png (Y on a symmetric scale printed on it), samples.npz (images,
+generator_images, residuals in [-1, 1]) and langevin_path.png (per chain rows X and Y, G(Z) once
+where Z is fixed, columns = chain steps, the mean energy along the chain below), the figure also
+logged to <output>/tensorboard. The files are listed in <output>/.sample.manifest.json:
+--overwrite replaces exactly those, and the output is never a workdir's own directory.
 """
 import os
 
@@ -24,7 +25,7 @@ flags.DEFINE_integer('num_samples', 100, 'Number of samples.', lower_bound=1)
 flags.DEFINE_integer('seed', 0, 'Seed: the same seed gives the same files; batch b draws the '
                      'stream (seed, b), so other seeds share no sample.', lower_bound=0)
 flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1)
-flags.DEFINE_integer('path_chains', 8, 'Chains in the Langevin-path figure.', lower_bound=1)
+flags.DEFINE_integer('path_chains', 4, 'Chains in the Langevin-path figure.', lower_bound=1)
 flags.DEFINE_list('path_steps', None, 'Chain steps shown in the path figure (workdir only; a '
                   'SavedModel has the steps chosen at export). Default: 5 evenly spaced in 0..K.')
 cli.define_checkpoint_and_overwrite_flags()
@@ -60,14 +61,14 @@ def sample():
   with out:
     written, figure, steps = samples_lib.write_samples(
         model, out.staging, FLAGS.num_samples, FLAGS.seed, FLAGS.batch_size, FLAGS.path_chains,
-        os.path.join(out.staging, 'tensorboard'), step, verbose=True)
+        os.path.join(out.staging, 'tensorboard'), step, verbose=True, source=source)
     out.commit()
   tensorboard = os.path.join(output, 'tensorboard')
   print(f'{FLAGS.num_samples} samples of {source} (seed {FLAGS.seed}) written to {output}:')
   for path in written:
     print(f'  {os.path.basename(path)}')
-  print(f'  langevin path: {FLAGS.path_chains} chains x rows {", ".join(samples_lib.PATH_ROWS)} '
-        f'at steps {steps}, {figure.shape[1]}x{figure.shape[0]} px; TensorBoard: {tensorboard}')
+  print(f'  langevin path: {FLAGS.path_chains} chains, rows {", ".join(figure["rows"][:3])} ... '
+        f'at steps {steps}, {figure["size"][0]}x{figure["size"][1]} px; TensorBoard: {tensorboard}')
 
 
 def main(argv):

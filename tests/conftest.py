@@ -1,7 +1,10 @@
 """Test setup: two logical CPU devices (for MirroredStrategy tests) and tiny configs."""
 import os
+import tempfile
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+# Feature classifiers trained by the tests (and the scripts they run) stay out of ~/.cache.
+os.environ.setdefault('TF_HAT_EBM_CACHE', tempfile.mkdtemp(prefix='tf_hat_ebm_cache_'))
 
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402

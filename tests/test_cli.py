@@ -1,5 +1,6 @@
 """The command line: every --help answers fast without TensorFlow; the wheel's contents."""
 import os
+import re
 import subprocess
 import sys
 import time
@@ -60,3 +61,31 @@ def test_wheel_declares_dependencies_scripts_and_configs(tmp_path):
     if '__init__.py' in files:  # every subpackage is listed in pyproject.toml
       rel = os.path.relpath(os.path.join(root, '__init__.py'), REPO).replace(os.sep, '/')
       assert rel in names, rel
+
+
+# A TensorFlow C++ log line of level E (or F): 'YYYY-MM-DD HH:MM:SS.ffffff: E path:line] ...'.
+TF_ERROR_LINE = re.compile(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [EF] ')
+
+
+@pytest.mark.slow
+def test_readme_commands_print_no_tensorflow_error_lines(tmp_path):
+  """The README's commands on a tiny run, with TensorFlow's log level left to the scripts."""
+  env = {k: v for k, v in os.environ.items() if k != 'TF_CPP_MIN_LOG_LEVEL'}
+  workdir = str(tmp_path / 'run')
+  commands = [
+      ['train_synthesis.py', f'--workdir={workdir}', '--config.training.num_steps=4',
+       '--config.model.hat_width=8', '--config.model.gen_width=8', '--config.langevin.steps=2',
+       '--config.training.batch_size=8', '--config.training.sample_every=4',
+       '--config.training.num_grid_samples=4', '--config.sampling.steps=2'],
+      ['sample.py', f'--workdir={workdir}', '--num_samples=4', '--path_chains=2'],
+      ['export.py', f'--workdir={workdir}', f'--output={tmp_path / "exported"}'],
+      ['evaluate_ood.py', f'--workdir={workdir}', '--num=50'],
+      ['evaluate_fid.py', f'--workdir={workdir}', '--num_samples=20', '--runs=1'],
+  ]
+  for script, *args in commands:
+    proc = subprocess.run([sys.executable, os.path.join(REPO, 'experiments', script), *args],
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert proc.returncode == 0, (script, proc.stderr[-2000:])
+    errors = [line for line in (proc.stdout + proc.stderr).splitlines()
+              if TF_ERROR_LINE.match(line)]
+    assert not errors, (script, errors)

@@ -7,8 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from tf_hat_ebm import runs
+import tf_hat_ebm
 from tf_hat_ebm import export
+from tf_hat_ebm import runs
 
 from conftest import REPO
 
@@ -44,6 +45,22 @@ for name, model in (('tf', tf.saved_model.load(path)), ('hub', hub.load(path))):
     except Exception as e:  # pylint: disable=broad-except
       errors[bad_name] = str(e)
   out[name]['errors'] = errors
+  out[name]['default_seed_same'] = bool(np.array_equal(
+      model.sample(num_samples=3)['images'].numpy(), model.sample(num_samples=3, seed=0)[
+          'images'].numpy()))
+  spec = model.signatures['energy'].structured_input_signature[1]['images']
+  out[name]['energy_spec'] = [list(spec.shape), spec.dtype.name]
+  out[name]['sample_specs'] = {k: [list(v.shape), v.dtype.name] for k, v in
+                               model.signatures['sample'].structured_input_signature[1].items()}
+  out[name]['meta'] = dict(step=int(model.step.numpy()), dataset=model.dataset.numpy().decode(),
+                           version=model.version.numpy().decode(),
+                           experiment=model.experiment.numpy().decode(),
+                           card=open(model.model_card.asset_path.numpy().decode()).read(),
+                           config=json.load(open(model.config_file.asset_path.numpy().decode())))
+out['assets'] = sorted(__import__('os').listdir(path + '/assets'))
+layer = hub.KerasLayer(path, signature='energy', output_key='energy')
+inputs = tf.keras.Input([16, 16, 1])
+out['keras_energy'] = tf.keras.Model(inputs, layer(inputs))(images).numpy().tolist()
 out['project_imported'] = any(m.startswith('tf_hat_ebm') for m in sys.modules)
 print(json.dumps(out))
 '''
@@ -78,9 +95,20 @@ def test_round_trip_in_a_process_without_project_code(exported, tmp_path):
     np.testing.assert_allclose(got['signature_energy'], expected_energy, atol=1e-5, rtol=1e-5)
     np.testing.assert_allclose(got['samples'], expected_samples, atol=1e-5)
     assert got['same_seed'] and got['other_seed_differs'] and got['signature_same']
-    for kind, message in got['errors'].items():
-      assert 'float32 of shape [N, 16, 16, 1]' in message, (kind, message)
-    assert 'got dtype float64' in got['errors']['dtype']
+    for kind, message in got['errors'].items():  # the concrete signature names shape and dtype
+      assert 'shape=(None, 16, 16, 1), dtype=tf.float32' in message, (kind, message)
+    assert got['default_seed_same']
+    assert got['energy_spec'] == [[None, 16, 16, 1], 'float32']
+    assert got['sample_specs'] == {'num_samples': [[], 'int64'], 'seed': [[], 'int64']}
+    meta = got['meta']
+    assert meta['step'] == run.step and meta['dataset'] == 'digits'
+    assert meta['version'] == tf_hat_ebm.__version__ and meta['experiment'] == 'synthesis'
+    assert meta['config'] == json.loads(run.config.to_json_best_effort())
+    card = meta['card']
+    assert f'| training step | {run.step} |' in card and 'NeurIPS 2022' in card
+    assert all(f'`{fn}(' in card for fn in ('sample', 'sample_path', 'energy'))
+  assert out['assets'] == ['README.md', 'config.json']
+  np.testing.assert_allclose(out['keras_energy'], expected_energy, atol=1e-5, rtol=1e-5)
 
 
 def test_samples_and_path_agree_in_process(exported):

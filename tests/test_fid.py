@@ -99,6 +99,27 @@ def test_classifier_features_and_data_statistics_are_cached(tmp_path):
                                                      verbose=False), acts)
 
 
+def test_one_feature_classifier_per_dataset_outside_the_workdirs(tmp_path, monkeypatch):
+  monkeypatch.setenv('TF_HAT_EBM_CACHE', str(tmp_path / 'cache'))
+  data_cfg = tiny().data
+  net = features.classifier_features(data_cfg, epochs=1, verbose=False)
+  cached = os.listdir(tmp_path / 'cache' / 'feature_classifier')
+  assert cached == [features.cache_key(data_cfg)] and cached[0].startswith('digits_16px_c1_')
+  assert features.classifier_features(data_cfg, verbose=False).name == net.name  # not retrained
+  other = data_cfg.copy_and_resolve_references()
+  other.image_size = 32
+  assert features.cache_key(other) != cached[0]  # other data, another classifier
+
+
+def test_score_table_is_one_markdown_format():
+  lines = fid.score_table([('Hat EBM', {'FID': (12.345, 0.5), 'confidence': 0.91234}),
+                           ('data', {'FID': (3.0, None)})], first='method')
+  assert lines == ['| method  | FID          | confidence |',
+                   '|---------|--------------|------------|',
+                   '| Hat EBM | 12.35 ± 0.50 | 0.912      |',
+                   '| data    | 3.00         | -          |']
+
+
 @pytest.mark.slow
 def test_script_stops_with_the_inception_message(trained_workdir, tmp_path):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')

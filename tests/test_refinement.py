@@ -53,7 +53,7 @@ def test_refinement_over_a_savedmodel_keeps_the_generator_frozen(saved_decoder, 
   assert any(not np.array_equal(a, b.numpy())
              for a, b in zip(hat_before, task.hat.trainable_variables))
   assert sorted(os.listdir(tmp_path / 'samples')) == [
-      'generator_0000002.png', 'residual_x5_0000002.png', 'samples_0000002.png']
+      'generator_0000002.png', 'residual_0000002.png', 'samples_0000002.png']
   # outputs mapped from the declared (0, 1) to the data's [-1, 1]
   z = tf.random.normal([3, 4])
   np.testing.assert_allclose(task.generator(z).numpy(),
@@ -182,6 +182,9 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
   for method in ('generator', 'ddls', 'hat_ebm'):
     assert len(saved[method]) == 2 and all(np.isfinite(v) and v > 0 for v in saved[method])
   assert saved['generator'] != saved['hat_ebm'] != saved['ddls']
+  from tf_hat_ebm import summaries  # pylint: disable=g-import-not-at-top
+  logged = summaries.read_scalars(os.path.join(run_dir, 'tensorboard'))
+  assert logged['eval/fid_hat_ebm'] == [(2, pytest.approx(np.mean(saved['hat_ebm'])))]
   # The SN-GAN on its own: the same latents, so the same FID as the refinement's G(Z0) row.
   result, rows = evaluate_fid(gan_dir)
   assert [row.split('|')[1].strip() for row in rows[1:]] == ['SN-GAN G(Z0) (20)',

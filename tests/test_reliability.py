@@ -131,7 +131,7 @@ def test_sample_refuses_a_used_output_and_overwrite_leaves_no_stale_grid(trained
   # The earlier files were not written by sample.py (no manifest lists them): all kept.
   assert sorted(os.listdir(out)) == [
       '.sample.manifest.json', 'generator_grid_000.png', 'langevin_path.png', 'notes.txt',
-      'residual_x5_grid_000.png', 'samples.npz', 'samples_000.png', 'samples_001.png',
+      'residual_grid_000.png', 'samples.npz', 'samples_000.png', 'samples_001.png',
       'samples_002.png', 'samples_grid_000.png', 'tensorboard']
   assert (out / 'samples_000.png').read_bytes() == b'old'
   assert (out / 'samples_grid_000.png').read_bytes()[:4] == b'\x89PNG'
@@ -265,7 +265,7 @@ def test_samples_stream_to_disk_in_batches(tmp_path):
     np.testing.assert_array_equal(npz[k], expected[k])
   assert int(npz['seed']) == 3
   assert sorted(os.listdir(tmp_path)) == sorted(
-      [f'{p}_grid_00{i}.png' for p in ('samples', 'generator', 'residual_x5') for i in range(3)]
+      [f'{p}_grid_00{i}.png' for p in ('samples', 'generator', 'residual') for i in range(3)]
       + ['langevin_path.png', 'samples.npz'])
   assert len(written) == 11
   with pytest.raises(ValueError, match=r'1000000000000 samples of \[2, 2, 1\] need about .* GB'):
@@ -552,7 +552,7 @@ def test_lock_that_is_a_directory_or_half_written(tmp_path):
 
 def test_every_checkpoint_corrupt_does_not_advise_latest_intact(tmp_path):
   (tmp_path / 'ckpt-2.index').write_bytes(b'x')
-  message = str(workdir_lib.resume_error(str(tmp_path), 'none restores', none_restores=True))
+  message = str(checkpoints.resume_error(str(tmp_path), 'none restores', none_restores=True))
   assert 'latest_intact' not in message and 'restore the checkpoints from a copy' in message
 
 

@@ -49,7 +49,7 @@ def test_two_replica_training_changes_bank_and_stays_finite(two_replicas, tmp_pa
   assert tf.train.latest_checkpoint(str(tmp_path / 'checkpoints')).endswith('ckpt-4')
   assert os.listdir(tmp_path / 'tensorboard')
   assert sorted(os.listdir(tmp_path / 'samples')) == [
-      'generator_0000004.png', 'residual_x5_0000004.png', 'samples_0000004.png']
+      'generator_0000004.png', 'residual_0000004.png', 'samples_0000004.png']
 
 
 def test_resume_restores_every_piece_of_state(tmp_path):

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import checkpoints as checkpoints_lib
 from tf_hat_ebm import guard as guard_lib
-from tf_hat_ebm import images as images_lib
+from tf_hat_ebm import summaries
 
 
 class DivergenceError(RuntimeError):
@@ -266,19 +266,20 @@ class Progress:
 
 
 class Scalars:
-  """TensorBoard scalars every log_every steps: the chunk's metrics, learning rates, speed."""
+  """TensorBoard scalars every log_every steps: the chunk's metrics, learning rates, speed and
+  the guard's state, grouped and described (summaries.py)."""
 
-  def __init__(self, task, writer, every):
-    self.task, self.writer, self.every = task, writer, every
+  def __init__(self, task, report, every, guard=None):
+    self.task, self.report, self.every, self.guard = task, report, every, guard
     self.intervals = (every,)
 
   def __call__(self, chunk):
     if not chunk.due(self.every):
       return
-    with self.writer.as_default(step=chunk.step):
-      for k, v in {**chunk.metrics, **self.task.learning_rates(),
-                   'steps_per_sec': chunk.steps_per_sec}.items():
-        tf.summary.scalar(k, v)
+    extra = {**self.task.learning_rates(), 'steps_per_sec': chunk.steps_per_sec}
+    if self.guard is not None:
+      extra.update(guard_count=self.guard.runaway.count, rollbacks=self.guard.rollbacks)
+    self.report.scalars(chunk.step, chunk.metrics, extra)
 
 
 class Evaluation:
@@ -294,21 +295,17 @@ class Evaluation:
     results = {k: float(v) for k, v in self.task.evaluate().items()}
     with self.writer.as_default(step=chunk.step):
       for k, v in results.items():
-        tf.summary.scalar(f'eval/{k}', v)
+        tf.summary.scalar(f'eval/{k}', v, description=summaries.description(k))
     self.log(f'\nstep {chunk.step}: ' + ', '.join(f'{k} {v:.4g}' for k, v in results.items()))
     return results
 
 
-# Grid panels: (name, task.grid_samples key, magnification of [-1, 1] around 0).
-PANELS = (('samples', 'x', 1.0), ('generator', 'g_z', 1.0), ('residual_x5', 'y', 5.0))
-
-
 class Grids:
-  """Fixed-seed sample grids every sample_every steps: TensorBoard images and samples/*.png."""
+  """Fixed-seed sample grids every sample_every steps: labelled samples/*.png, their TensorBoard
+  images and the energy histograms of data and samples (summaries.RunReport.grids)."""
 
-  def __init__(self, task, writer, sample_dir, every, num, is_chief=True):
-    self.task, self.writer, self.sample_dir = task, writer, sample_dir
-    self.every, self.num, self.is_chief = every, num, is_chief
+  def __init__(self, task, report, every, num):
+    self.task, self.report, self.every, self.num = task, report, every, num
     self.intervals = (every,)
 
   def __call__(self, chunk):
@@ -316,17 +313,8 @@ class Grids:
       self.write(chunk.step)
 
   def write(self, step):
-    grids = self.task.grid_samples(self.num)  # on every worker: the sampling is collective
-    # A task without a residual (SN-GAN, autoencoder) returns only the panels it has.
-    panels = {name: images_lib.to_uint8(grids[key], magnify=magnify)
-              for name, key, magnify in PANELS if key in grids}
-    if not self.is_chief:
-      return
-    with self.writer.as_default(step=step):
-      for name, imgs in panels.items():
-        image = images_lib.grid(imgs)
-        tf.summary.image(name, image[None], step=step)
-        images_lib.write_png(os.path.join(self.sample_dir, f'{name}_{step:07d}.png'), image)
+    # On every worker: the sampling is collective; only the chief writes.
+    return self.report.grids(step, self.task.grid_samples(self.num))
 
 
 class Signals:

@@ -7,25 +7,30 @@ and its workdir give the same samples for the same seed. Loading needs TensorFlo
   x = model.sample(num_samples=16, seed=0)['images']        # [16, size, size, channels] in [-1, 1]
   e = model.energy(x)['energy']                              # [16], higher = less likely
 
-`num_samples` and `seed` are int64 scalars (Python ints convert). Inputs are checked inside the
-functions: 1 <= num_samples <= MAX_SAMPLES, and energy images non-empty, finite, in [-1, 1].
+`num_samples` and `seed` are int64 scalars (Python ints convert; `seed` defaults to 0), `energy`
+takes float32 images [N, size, size, channels]: the signatures are concrete. Inputs are checked
+inside the functions: 1 <= num_samples <= MAX_SAMPLES, and energy images non-empty, finite, in
+[-1, 1]. The SavedModel describes itself: `step`, `dataset`, `experiment`, `config_name` and the
+package `version` are variables, and assets/README.md (a model card: what the model is, the
+paper, its data, step, measured FID / OOD AUROC, how to call it) and assets/config.json (the run's
+config) are assets (`model.model_card.asset_path`, `model.config_file.asset_path`).
 
 Synthesis models are `ConditionalHatEBMModule`s. Joint (refinement / retrofit) models
 (`JointHatEBMModule`) move Y and Z along the chain and add
 `refine(latents)`: the joint chain from given latents, e.g. a GAN's own samples' latents.
 """
 import dataclasses
+import json
 import os
+import shutil
+import tempfile
 
 from google.protobuf import message
 import numpy as np
 import tensorflow as tf
 
+import tf_hat_ebm
 from tf_hat_ebm import langevin
-
-# Input dtypes that get a traced "wrong dtype" function, so that they fail with our message rather
-# than with the SavedModel's "could not find matching concrete function".
-_OTHER_DTYPES = (tf.float64, tf.float16, tf.bfloat16, tf.uint8, tf.int32, tf.int64)
 # num_samples is int64 (an int32 input would wrap 2**32 + 4 to 4); one call makes at most this many.
 MAX_SAMPLES = 2**31 - 1
 # energy() accepts images in [-1, 1] up to float rounding; [0, 255] or [0, 1]-scaled data is not.
@@ -97,6 +102,7 @@ class HatEBMModule(tf.Module):
     self.image_shape = tf.Variable(image_shape, dtype=tf.int32, trainable=False)
     # The Keras policy the chain computes in (the training run's), e.g. b'mixed_bfloat16'.
     self.precision = tf.Variable(model.precision, trainable=False)
+    self._precision_name = model.precision
     self._image_shape = tuple(int(d) for d in image_shape)
     steps = default_path_steps(settings.steps) if path_steps is None else path_steps
     steps = sorted(set(int(s) for s in steps))
@@ -110,44 +116,24 @@ class HatEBMModule(tf.Module):
         k: tf.Variable(float(-1 if v is None else v), trainable=False)
         for k, v in dataclasses.asdict(settings).items()}
     self.rng = tf.random.Generator.from_seed(0)
+    # A concrete signature: the image shape is the model's, known only here.
+    self.energy = tf.function(self._energy, input_signature=[
+        tf.TensorSpec([None, *self._image_shape], tf.float32, name='images')])
 
   @property
   def expected_shape(self):
     return '[N, {}, {}, {}]'.format(*self._image_shape)
 
   # ---- energy --------------------------------------------------------------------------------
-  @tf.function
-  def energy(self, images):
+  def _energy(self, images):
     """H(x) per image (untempered), for float32 images of shape [N, size, size, channels]."""
-    if images.dtype != tf.float32:
-      # Traced per dtype at export: this version only fails, with the shape and dtype expected.
-      tf.debugging.Assert(False, [f'energy: images must be float32 of shape {self.expected_shape} '
-                                  f'in [-1, 1]; got dtype {images.dtype.name}'])
-      return {'energy': tf.zeros([0], tf.float32)}
-    shape = tf.shape(images)
-    padded = tf.concat([shape, tf.zeros([4], tf.int32)], 0)[:4]  # safe to slice at any rank
-    valid = tf.logical_and(tf.equal(tf.size(shape), 4),
-                           tf.reduce_all(tf.equal(padded[1:], self.image_shape)))
-    check = tf.debugging.Assert(valid, [f'energy: images must be float32 of shape '
-                                        f'{self.expected_shape} in [-1, 1]; got shape', shape])
-    # The networks run in a branch taken only for valid input: shape inference of the call never
-    # sees them with a wrong shape, so the assert above is the error a user gets.
-    with tf.control_dependencies([check]):
-      energy = tf.cond(valid, lambda: self._checked_energy(images),
-                       lambda: tf.zeros([0], tf.float32))
-    return {'energy': energy}
-
-  def _checked_energy(self, images):
     with tf.control_dependencies(check_values(images, 'energy', 'images', bound=1.0)):
-      images = tf.ensure_shape(tf.identity(images), [None, *self._image_shape])
-    return tf.cast(self._hat_fn(images), tf.float32)
+      images = tf.identity(images)
+    return {'energy': tf.cast(self._hat_fn(images), tf.float32)}
 
   def energy_functions(self):
-    """Concrete `energy` functions: float32 of any shape (checked inside), other dtypes (fail)."""
-    fns = [self.energy.get_concrete_function(tf.TensorSpec(None, tf.float32, name='images'))]
-    fns += [self.energy.get_concrete_function(tf.TensorSpec(None, d, name='images'))
-            for d in _OTHER_DTYPES]
-    return fns
+    """The concrete `energy`: float32 [None, size, size, channels]."""
+    return [self.energy.get_concrete_function()]
 
   def extra_signatures(self):
     """Hook for subclasses: {name: concrete function} added to the SavedModel's signatures."""
@@ -177,7 +163,7 @@ class ConditionalHatEBMModule(HatEBMModule):
     return y
 
   @tf.function(input_signature=_SAMPLE_SIGNATURE)
-  def sample(self, num_samples, seed):
+  def sample(self, num_samples, seed=0):
     """num_samples samples of the configured chain.
 
     images: X = G(Z) + Y clipped to [-1, 1] (G's 2 tanh range lets the sum overshoot);
@@ -191,7 +177,7 @@ class ConditionalHatEBMModule(HatEBMModule):
     return {'images': clip_images(g_z + y), 'generator_images': g_z, 'residuals': y}
 
   @tf.function(input_signature=_SAMPLE_SIGNATURE)
-  def sample_path(self, num_samples, seed):
+  def sample_path(self, num_samples, seed=0):
     """The same chains as `sample`, stopped at `path_steps`: [steps, N, ...] per output."""
     g_z, y = self._start(num_samples, seed, 'sample_path')
     ys, done = [], 0
@@ -225,7 +211,7 @@ class JointHatEBMModule(HatEBMModule):
             'latents': z}
 
   @tf.function(input_signature=_SAMPLE_SIGNATURE)
-  def sample(self, num_samples, seed):
+  def sample(self, num_samples, seed=0):
     with tf.control_dependencies(check_num_samples(num_samples, 'sample')):
       self.rng.reset_from_seed(seed)
     return self.chain(self.rng, num_samples)
@@ -237,7 +223,7 @@ class JointHatEBMModule(HatEBMModule):
     return self._outputs(z, y, g_z)
 
   @tf.function(input_signature=_SAMPLE_SIGNATURE)
-  def sample_path(self, num_samples, seed):
+  def sample_path(self, num_samples, seed=0):
     """The chains of `sample` at `path_steps`: [steps, N, ...] images, G(Z), Y and Z."""
     with tf.control_dependencies(check_num_samples(num_samples, 'sample_path')):
       self.rng.reset_from_seed(seed)
@@ -269,14 +255,118 @@ class JointHatEBMModule(HatEBMModule):
 
 
 def build_module(run, path_steps=None):
-  """The exportable module of a restored `runs.Run` (its kind's, registry.py)."""
-  return run.kind.export_module(run.model, run.config, path_steps)
+  """The exportable module of a restored `runs.Run` (its kind's, registry.py), carrying what the
+  SavedModel says about itself (describe)."""
+  module = run.kind.export_module(run.model, run.config, path_steps)
+  describe(module, run)
+  return module
+
+
+def describe(module, run):
+  """Attaches the run's metadata: variables saved with the model, and the model card and config
+  that `save` writes as assets."""
+  config = run.config
+  module.step = tf.Variable(int(run.step), dtype=tf.int64, trainable=False)
+  module.dataset = tf.Variable(config.data.name, trainable=False)
+  module.experiment = tf.Variable(config.get('experiment', 'synthesis'), trainable=False)
+  module.config_name = tf.Variable(config.get('name', ''), trainable=False)
+  module.version = tf.Variable(tf_hat_ebm.__version__, trainable=False)
+  module.asset_texts = {'config.json': config.to_json_best_effort(indent=2, sort_keys=True),
+                        'README.md': model_card(module, run)}
+
+
+def _measured(workdir):
+  """The FID and OOD AUROC rows of workdir's fid.json / ood.json, as markdown lines."""
+  lines = []
+  for name, what in (('fid.json', 'FID'), ('ood.json', 'OOD AUROC')):
+    path = os.path.join(workdir, name) if workdir else ''
+    if not path or not tf.io.gfile.exists(path):
+      continue
+    try:
+      with tf.io.gfile.GFile(path) as f:
+        result = json.load(f)
+    except (ValueError, tf.errors.OpError):
+      continue
+    if what == 'FID':
+      for key, value in result.items():
+        if isinstance(value, list) and value:
+          lines.append(f'- FID {key} ({result.get("feature_net")}, {result.get("num_samples")} '
+                       f'samples, step {result.get("step")}): {np.mean(value):.2f}')
+    else:
+      for key, value in result.get('sets', {}).items():
+        lines.append(f'- OOD AUROC, {key} vs {result["in_distribution"]["name"]} (step '
+                     f'{result.get("step")}): {value["auroc"]:.3f}')
+  return lines
+
+
+def model_card(module, run):
+  """assets/README.md: what the model is, its data and training, its scores, how to call it."""
+  config, s = run.config, module._settings  # pylint: disable=protected-access
+  joint = isinstance(module, JointHatEBMModule)
+  h, w, c = module._image_shape  # pylint: disable=protected-access
+  what = ('a joint Hat EBM over a frozen generator (refinement / retrofit): its chain moves the '
+          'residual Y and the latent Z' if joint else
+          'a conditional Hat EBM (synthesis): a hat network H and a generator G trained in tandem; '
+          'its chain moves the residual Y with Z fixed')
+  measured = _measured(getattr(run, 'workdir', None)) or ['- none recorded in the workdir']
+  latents = ', '.join(map(str, module._latent_shape))  # pylint: disable=protected-access
+  refine = (f'\n- `refine(latents)`: float32 [N, {latents}] -> the same outputs, the chain from '
+            'given latents' if joint else '')
+  name, experiment = config.get('name', ''), config.get('experiment', 'synthesis')
+  return f"""# Hat EBM: {name}
+
+This SavedModel is {what}. An image is X = G(Z) + Y and H scores it: p(X) ~ exp(-H(X) / T).
+
+Paper: Mitch Hill, Erik Nijkamp, Jonathan Mitchell, Bo Pang, Song-Chun Zhu. *Learning Probabilistic
+Models from Generator Latent Spaces with Hat EBM.* NeurIPS 2022. Written by tf_hat_ebm
+{tf_hat_ebm.__version__} (TensorFlow {tf.__version__}).
+
+| | |
+|---|---|
+| config | `{name}` (assets/config.json), experiment `{experiment}` |
+| data | `{config.data.name}`, images [{h}, {w}, {c}] in [-1, 1] |
+| training step | {int(run.step)} |
+| precision | {module._precision_name} |
+| sampling chain | K={s.steps}, eps={s.step_size:g}, T={s.temperature:g} |
+
+Measured (the workdir's evaluation files at export):
+{chr(10).join(measured)}
+
+## Calling it
+
+```python
+import tensorflow as tf
+model = tf.saved_model.load(PATH)              # or tensorflow_hub.load(PATH)
+out = model.sample(num_samples=16, seed=0)     # seed defaults to 0; same seed, same samples
+e = model.energy(out['images'])['energy']      # H(x): lower = more like the data
+```
+
+- `sample(num_samples, seed=0)`: int64 scalars -> `images` X clipped to [-1, 1], `generator_images`
+  G(Z), `residuals` Y, each float32 [N, {h}, {w}, {c}]{', `latents` Z' if joint else ''}
+- `sample_path(num_samples, seed=0)`: the same chains at the chain steps `steps`: [steps, N, ...]
+- `energy(images)`: float32 [N, {h}, {w}, {c}] in [-1, 1] -> `energy` [N]{refine}
+- variables: `step`, `dataset`, `experiment`, `config_name`, `version`, `precision`,
+  `image_shape`, `path_steps`, `chain_settings`
+- in Keras: `tensorflow_hub.KerasLayer(PATH, signature='energy', output_key='energy')`
+"""
 
 
 def save(module, output_dir):
-  """Writes the SavedModel (loadable by tf.saved_model.load and tensorflow_hub.load)."""
-  module.energy_functions()  # trace every dtype version so that each is saved
-  tf.saved_model.save(module, output_dir, signatures=module.signatures())
+  """Writes the SavedModel (loadable by tf.saved_model.load and tensorflow_hub.load), with the
+  model card and config of `describe` as assets."""
+  texts = getattr(module, 'asset_texts', None) or {}
+  staging = tempfile.mkdtemp(prefix='hat_ebm_assets_') if texts else None
+  try:
+    for name, text in texts.items():
+      with open(os.path.join(staging, name), 'w') as f:
+        f.write(text)
+    if texts:
+      module.model_card = tf.saved_model.Asset(os.path.join(staging, 'README.md'))
+      module.config_file = tf.saved_model.Asset(os.path.join(staging, 'config.json'))
+    tf.saved_model.save(module, output_dir, signatures=module.signatures())
+  finally:
+    if staging:
+      shutil.rmtree(staging, ignore_errors=True)
   return output_dir
 
 

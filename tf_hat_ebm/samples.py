@@ -11,34 +11,24 @@ import zipfile
 import numpy as np
 import tensorflow as tf
 
-from tf_hat_ebm import images as images_lib
+from tf_hat_ebm import figures
 
 GRID_SIZE = 100  # images per PNG grid
 ARRAYS = ('images', 'generator_images', 'residuals')
-# (file name prefix, array, magnification) of the PNG grids: <name>_grid_NNN.png, a name no
-# training grid (samples/samples_<step>.png) can have.
-PANELS = (('samples', 'images', 1.0), ('generator', 'generator_images', 1.0),
-          ('residual_x5', 'residuals', 5.0))
-PATH_ROWS = ('X = G(Z) + Y', 'G(Z)', 'Y x5')
+# The PNG grids: (file name prefix, array, panel label, kind); files <name>_grid_NNN.png, a name
+# no training grid (samples/samples_<step>.png) can have.
+PANELS = (('samples', 'images', 'X = G(Z) + Y', 'image'),
+          ('generator', 'generator_images', 'G(Z)', 'image'),
+          ('residual', 'residuals', 'Y', 'residual'))
 
 
-def path_figure(path, num_chains=None, magnify=5.0):
-  """Rows X, G(Z), Y (magnified about 0) for each chain, one column per recorded chain step.
-
-  `path` is `sample_path`'s output: images and residuals [steps, N, h, w, c], generator_images
-  [N, h, w, c] (conditional chain, Z fixed) or [steps, N, h, w, c] (joint chain). Returns a uint8
-  [3 * chains * (h + 1) + 1, steps * (w + 1) + 1, c] image.
-  """
-  x, y = np.asarray(path['images']), np.asarray(path['residuals'])
-  g_z = np.asarray(path['generator_images'])
-  steps, n = x.shape[:2]
-  n = min(n, num_chains or n)
-  rows = []
-  for i in range(n):
-    g_row = g_z[:, i] if g_z.ndim == x.ndim else np.repeat(g_z[i][None], steps, axis=0)
-    rows += [images_lib.to_uint8(x[:, i]), images_lib.to_uint8(g_row),
-             images_lib.to_uint8(y[:, i], magnify=magnify)]
-  return images_lib.grid(np.concatenate(rows), columns=steps)
+def path_figure(model, path, title, out=None, num_chains=4):
+  """The labelled Langevin-path figure (figures.path_figure) of `sample_path`'s output, with
+  the mean energy H(X) of the chains at each recorded step; returns its metadata."""
+  images = np.asarray(path['images'])[:, :num_chains]
+  energies = np.stack([np.asarray(model.energy(tf.constant(x, tf.float32))['energy'])
+                       for x in images])
+  return figures.path_figure(path, title, out, energies=energies, num_chains=num_chains)
 
 
 def stream_seed(seed, batch, run=0):
@@ -89,10 +79,11 @@ def check_space(output_dir, num_samples, image_shape):
                      'ask for fewer --num_samples')
 
 
-def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_chains=8,
-                  tensorboard_dir=None, step=0, verbose=False):
-  """Writes grids, samples.npz and langevin_path.png (also to TensorBoard) into the local
-  directory `output_dir`; returns (written paths, path figure, path steps).
+def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_chains=4,
+                  tensorboard_dir=None, step=0, verbose=False, source=''):
+  """Writes labelled grids, samples.npz and langevin_path.png (also to TensorBoard) into the
+  local directory `output_dir`; `source` names the model in the titles. Returns (written paths,
+  the path figure's metadata, its chain steps).
 
   Samples stream to disk batch by batch (memory-mapped .npy parts, zipped into samples.npz at the
   end without loading them), so memory stays bounded whatever `num_samples`.
@@ -113,7 +104,7 @@ def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_c
     # A grid is written once its GRID_SIZE samples (or the last ones) are on disk.
     for i in range(start // GRID_SIZE, -(-end // GRID_SIZE)):
       if min((i + 1) * GRID_SIZE, num_samples) <= end:
-        written += _write_grids(arrays, output_dir, i)
+        written += _write_grids(arrays, output_dir, i, f'{source}, seed {seed}')
     if progress is not None:
       progress.update(end)
   for array in arrays.values():
@@ -128,28 +119,27 @@ def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_c
   written.append(npz)
 
   path = model.sample_path(num_samples=path_chains, seed=seed)
-  figure = path_figure(path)
   figure_path = os.path.join(output_dir, 'langevin_path.png')
-  images_lib.write_png(figure_path, figure)
+  meta = path_figure(model, path, f'Langevin chains: {source}, seed {seed}', figure_path,
+                     path_chains)
   written.append(figure_path)
-  steps = [int(s) for s in path['steps'].numpy()]
   if tensorboard_dir:
     writer = tf.summary.create_file_writer(tensorboard_dir)
     with writer.as_default(step=step):
-      tf.summary.image('langevin_path', figure[None],
-                       description=f'rows {", ".join(PATH_ROWS)} per chain; columns: chain steps '
-                                   f'{steps}')
+      tf.summary.image('samples/langevin_path', figures.decode(meta)[None],
+                       description=f'rows {", ".join(meta["rows"])}; columns: chain steps '
+                                   f'{meta["steps"]}; Y on +-{meta["y_scale"]:.3g}')
     writer.flush()
     writer.close()
-  return written, figure, steps
+  return written, meta, meta['steps']
 
 
-def _write_grids(arrays, output_dir, i):
+def _write_grids(arrays, output_dir, i, what):
   written = []
-  for name, key, magnify in PANELS:
+  for name, key, label, kind in PANELS:
     images = arrays[key][i * GRID_SIZE:(i + 1) * GRID_SIZE]
     path = os.path.join(output_dir, f'{name}_grid_{i:03d}.png')
-    images_lib.write_png(path, images_lib.grid(images_lib.to_uint8(images, magnify=magnify)))
+    figures.grid_figure([(label, images, kind)], f'{label}: {what}', path)
     written.append(path)
   return written
 

@@ -16,6 +16,7 @@ from tf_hat_ebm import actions as actions_lib
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import registry
 from tf_hat_ebm import run_info
+from tf_hat_ebm import summaries
 from tf_hat_ebm import validation
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.actions import DivergenceError
@@ -66,15 +67,17 @@ class Trainer:
 
   def make_actions(self, end, step):
     """The actions run after every chunk, in order (the guard first: a diverged chunk is never
-    logged, drawn or saved)."""
+    logged, drawn or saved), and the run's report (summaries.RunReport), started."""
     t, chief = self.config.training, self.is_chief
     writer = (tf.summary.create_file_writer(os.path.join(self.workdir, 'tensorboard'))
               if chief else tf.summary.create_noop_writer())
+    self.report = summaries.RunReport(self.task, self.config, self.workdir, writer, chief)
+    self.report.start(step)
     progress = ([actions_lib.Progress(self.task, end, step)] if self.verbose and chief else [])
-    return writer, [self.guard, *progress, actions_lib.Scalars(self.task, writer, t.log_every),
+    return writer, [self.guard, *progress,
+                    actions_lib.Scalars(self.task, self.report, t.log_every, self.guard),
                     actions_lib.Evaluation(self.task, writer, _eval_every(t), log=self.log),
-                    actions_lib.Grids(self.task, writer, os.path.join(self.workdir, 'samples'),
-                                      t.sample_every, t.num_grid_samples, chief),
+                    actions_lib.Grids(self.task, self.report, t.sample_every, t.num_grid_samples),
                     self.checkpoints]
 
   def train(self, num_steps=None):
@@ -137,6 +140,7 @@ class Trainer:
           self._stop(step)
     finally:
       writer.flush()
+    self.report.finish(step)
     run.finish(step)
     return metrics
 

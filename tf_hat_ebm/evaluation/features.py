@@ -70,10 +70,28 @@ def _fingerprint(model):
   return digest.hexdigest()[:8]
 
 
-def classifier_features(data_cfg, cache_dir, epochs=EPOCHS, seed=0, verbose=True):
-  """The feature classifier of data_cfg's dataset: loaded from cache_dir, or trained and saved."""
-  directory = os.path.join(cache_dir, 'feature_classifier',
-                           f'{data_cfg.name}_{data_cfg.image_size}px_c{data_cfg.channels}')
+def default_cache_dir():
+  """Where trained feature classifiers are kept across workdirs: $TF_HAT_EBM_CACHE, else
+  ~/.cache/tf_hat_ebm."""
+  return os.environ.get('TF_HAT_EBM_CACHE') or os.path.join(
+      os.path.expanduser('~'), '.cache', 'tf_hat_ebm')
+
+
+def cache_key(data_cfg):
+  """The classifier's cache name: the data it is trained and tested on (the first classifier
+  trained for that data is the one every later evaluation uses)."""
+  fields = dict(name=data_cfg.name, image_size=data_cfg.image_size, channels=data_cfg.channels,
+                train=data_cfg.train_split, test=data_cfg.test_split,
+                data_dir=data_cfg.get('data_dir') or '')
+  digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:10]
+  return f'{data_cfg.name}_{data_cfg.image_size}px_c{data_cfg.channels}_{digest}'
+
+
+def classifier_features(data_cfg, cache_dir=None, epochs=EPOCHS, seed=0, verbose=True):
+  """The feature classifier of data_cfg's dataset: loaded from the cache (cache_dir, default
+  default_cache_dir(): one per dataset for every workdir), or trained once and saved there."""
+  directory = os.path.join(cache_dir or default_cache_dir(), 'feature_classifier',
+                           cache_key(data_cfg))
   info_path = os.path.join(directory, 'info.json')
   weights = os.path.join(directory, 'weights')
   if tf.io.gfile.exists(info_path):

@@ -142,6 +142,31 @@ def sample_fids(module, feature_net, reference, num_samples, batch_size=250, run
   return fids
 
 
+def score_table(rows, first='samples'):
+  """The markdown table every evaluation script prints: rows [(label, {column: value})], a value
+  a number or (mean, std) shown as 'mean ± std' (std None: the mean alone). FID with 2 decimals,
+  other scores with 3."""
+  columns = []
+  for _, values in rows:
+    columns += [c for c in values if c not in columns]
+
+  def cell(column, value):
+    if value is None:
+      return '-'
+    mean, std = value if isinstance(value, tuple) else (value, None)
+    digits = 2 if column.startswith('FID') else 3
+    return f'{mean:.{digits}f}' + ('' if std is None else f' ± {std:.{digits}f}')
+
+  table = [[label] + [cell(c, values.get(c)) for c in columns] for label, values in rows]
+  widths = [max(len(r[i]) for r in table + [[first] + columns]) for i in range(len(columns) + 1)]
+
+  def line(cells):
+    return '| ' + ' | '.join(c.ljust(w) for c, w in zip(cells, widths)) + ' |'
+
+  return [line([first] + columns), '|' + '|'.join('-' * (w + 2) for w in widths) + '|'] + [
+      line(r) for r in table]
+
+
 def mean_std(values):
   """(mean, std) over runs; std is the population std (0 for a single run)."""
   values = np.asarray(values, np.float64)

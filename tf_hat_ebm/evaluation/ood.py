@@ -106,10 +106,12 @@ def ood_batches(name, data_cfg, num, batch_size, seed=0):
   return [images[i:i + batch_size] for i in range(0, len(images), batch_size)]
 
 
-def evaluate(energy_fn, data_cfg, set_names, num=10_000, batch_size=250, verbose=True):
+def evaluate(energy_fn, data_cfg, set_names, num=10_000, batch_size=250, verbose=True,
+             energies_out=None):
   """Energies of the test split and of each OOD set; AUROC per set.
 
-  Returns {'in_distribution': {...}, 'sets': {name: {'auroc', 'num', 'mean_energy'}}}.
+  Returns {'in_distribution': {...}, 'sets': {name: {'auroc', 'num', 'mean_energy'}}}; a dict
+  `energies_out` receives the energies themselves by set name (the test split under its name).
   """
   in_e = energies(energy_fn, data_lib.eval_dataset(data_cfg, data_cfg.test_split, batch_size)
                   .take((num + batch_size - 1) // batch_size))[:num]
@@ -124,4 +126,8 @@ def evaluate(energy_fn, data_cfg, set_names, num=10_000, batch_size=250, verbose
                                             name in OFFLINE_OOD_SETS else num, batch_size))
     result['sets'][name] = {'auroc': auroc(in_e, ood_e), 'num': len(ood_e),
                             'mean_energy': float(ood_e.mean())}
+    if energies_out is not None:
+      energies_out[name] = ood_e
+  if energies_out is not None:
+    energies_out[result['in_distribution']['name']] = in_e
   return result

@@ -1,0 +1,134 @@
+"""Figures and TensorBoard for people: every PNG titled and labelled, Y on its own unclipped
+scale, grouped and described scalars, histograms, config text, hparams, evaluation results."""
+import glob
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import REPO
+from tf_hat_ebm import figures
+from tf_hat_ebm import summaries
+from tf_hat_ebm.tasks.synthesis import SynthesisTask
+from tf_hat_ebm.trainer import Trainer
+
+
+@pytest.fixture(name='run', scope='module')
+def run_fixture(tmp_path_factory):
+  """A tiny synthesis run of 2 steps (grids at its last step) and its trainer."""
+  from conftest import tiny  # pylint: disable=g-import-not-at-top
+  workdir = str(tmp_path_factory.mktemp('figures'))
+  config = tiny()
+  strategy = tf.distribute.get_strategy()
+  trainer = Trainer(SynthesisTask(config, strategy), config, workdir, strategy, verbose=False)
+  trainer.train(2)
+  return workdir, trainer
+
+
+def read_png(path):
+  return tf.io.decode_png(tf.io.read_file(path)).numpy()
+
+
+def events(workdir):
+  """[(step, tag, plugin, description, value)] of every summary in the workdir's TensorBoard."""
+  out = []
+  for path in sorted(glob.glob(os.path.join(workdir, 'tensorboard', 'events.*'))):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for v in event.summary.value:
+        out.append((event.step, v.tag, v.metadata.plugin_data.plugin_name,
+                    v.metadata.summary_description, v))
+  return out
+
+
+def test_every_png_of_a_run_is_titled_labelled_and_large_enough(run):
+  workdir, trainer = run
+  pngs = sorted(glob.glob(os.path.join(workdir, '**', '*.png'), recursive=True))
+  names = [os.path.relpath(p, workdir) for p in pngs]
+  assert names == ['samples/generator_0000002.png', 'samples/residual_0000002.png',
+                   'samples/samples_0000002.png', 'training_curves.png']
+  written = trainer.report.written
+  assert sorted(written) == pngs
+  for path in pngs:
+    meta = written[path]
+    assert read_png(path).shape[1::-1] == meta['size']
+    assert 'digits_synth' in meta['title'] and 'step 2' in meta['title']
+    assert meta['labels']
+  for name, label in (('samples', 'X = G(Z) + Y'), ('generator', 'G(Z)'), ('residual', 'Y')):
+    meta = written[os.path.join(workdir, 'samples', f'{name}_0000002.png')]
+    assert meta['labels'][0].startswith(label) and meta['tile_px'] >= 48
+    assert meta['size'][0] >= 2 * 48 and meta['size'][1] >= 2 * 48  # 4 samples: 2 x 2 tiles
+  residual = written[os.path.join(workdir, 'samples', 'residual_0000002.png')]
+  assert residual['y_scale'] > 0 and residual['clipped'] == 0.0
+  assert f'\u00b1{residual["y_scale"]:.3g}' in residual['labels'][0]
+  curves = written[os.path.join(workdir, 'training_curves.png')]
+  assert curves['panels'][:2] == ['energy difference mean H(X+) - mean H(X-) (= EBM loss x T)',
+                                  'energies']
+  assert {'gradient norms', 'learning rates', 'divergence guard'} <= set(curves['panels'])
+
+
+def test_y_is_shown_on_a_symmetric_scale_chosen_per_figure_and_never_clipped():
+  rng = np.random.default_rng(0)
+  for size in (4e-4, 0.8):  # a refinement's tiny residual and a synthesis run's large one
+    y = size * rng.uniform(-1, 1, [9, 16, 16, 1])
+    meta = figures.grid_figure([('Y', y, 'residual')], 'Y', None)
+    assert meta['y_scale'] == pytest.approx(np.abs(y).max())
+    assert meta['clipped'] == 0.0
+    shown = figures._to_display(y, 'residual', meta['y_scale'])  # pylint: disable=protected-access
+    # The scale is reached (black or white) by the extreme pixel only.
+    assert shown.min() >= 0 and shown.max() <= 1
+    assert min(1 - shown.max(), shown.min()) < 1e-6
+    assert np.mean((shown == 0) | (shown == 1)) <= 1 / y.size
+
+
+def test_path_figure_shows_g_z_per_step_when_the_chain_moves_z():
+  rng = np.random.default_rng(0)
+  path = dict(images=rng.uniform(-1, 1, [3, 2, 8, 8, 3]), residuals=0.01 * rng.normal(
+      size=[3, 2, 8, 8, 3]), generator_images=rng.uniform(-1, 1, [3, 2, 8, 8, 3]),
+              steps=np.array([0, 5, 10]))
+  meta = figures.path_figure(path, 'joint chain', None, energies=rng.normal(size=[3, 2]))
+  assert meta['rows'] == ['G(Z) #1', 'X #1', 'Y #1', 'G(Z) #2', 'X #2', 'Y #2']
+  assert meta['labels'][:3] == ['step 0', 'step 5', 'step 10'] and meta['tile_px'] >= 48
+  assert meta['y_scale'] == pytest.approx(np.abs(path['residuals']).max())
+
+
+def test_event_files_hold_grouped_described_scalars_histograms_config_and_hparams(run):
+  workdir, _ = run
+  found = events(workdir)
+  scalars = {tag: description for _, tag, plugin, description, _ in found if plugin == 'scalars'}
+  assert {'train/energy_diff', 'train/ebm_loss', 'train/gen_loss', 'train/hat_grad_norm',
+          'chain/residual_abs', 'chain/residual_grad_norm', 'lr/hat_lr', 'lr/gen_lr',
+          'train/guard_count'} <= set(scalars)
+  assert all(tag.split('/')[0] in ('train', 'chain', 'lr', 'eval') for tag in scalars)
+  assert all(len(d) > 20 for d in scalars.values()), scalars
+  assert 'T = 1e-08' in scalars['train/ebm_loss']  # the loss's 1/T scaling is stated
+  histograms = {tag for _, tag, plugin, _, _ in found if plugin == 'histograms'}
+  assert histograms == {'energy/data', 'energy/samples'}
+  images = {tag for _, tag, plugin, _, _ in found if plugin == 'images'}
+  assert images == {'samples/samples', 'samples/generator', 'samples/residual'}
+  text = [v for _, tag, plugin, _, v in found if plugin == 'text' and tag == 'config']
+  assert b'"hat_width": 8' in tf.make_ndarray(text[0].tensor).item()
+  hparams = {tag for _, tag, plugin, _, _ in found if plugin == 'hparams'}
+  assert hparams == {'_hparams_/experiment', '_hparams_/session_start_info'}
+
+
+@pytest.mark.slow
+def test_evaluate_ood_writes_a_histogram_png_and_logs_to_tensorboard(run):
+  workdir, _ = run
+  result = subprocess.run(
+      [sys.executable, os.path.join(REPO, 'experiments', 'evaluate_ood.py'),
+       f'--workdir={workdir}', '--num=40', '--batch_size=20', '--sets=uniform_noise'],
+      capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
+      timeout=300)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert read_png(os.path.join(workdir, 'ood_energies.png')).shape[1] >= 700
+  found = [(step, tag, plugin) for step, tag, plugin, _, _ in events(workdir)
+           if tag.startswith('eval/')]
+  assert (2, 'eval/ood_auroc_uniform_noise', 'scalars') in found
+  assert (2, 'eval/ood_energies', 'images') in found
+  assert {tag for _, tag, plugin in found if plugin == 'histograms'} == {
+      'eval/energy_uniform_noise', 'eval/energy_digits_test'}
+  scalars = summaries.read_scalars(os.path.join(workdir, 'tensorboard'))
+  assert 0 <= scalars['eval/ood_auroc_uniform_noise'][0][1] <= 1

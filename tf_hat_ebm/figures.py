@@ -1,0 +1,278 @@
+"""Figures for people: labelled sample grids, the Langevin path, training curves, energy histograms.
+
+Every function draws with matplotlib's Agg canvas (no display, no global pyplot state), writes one
+PNG and returns its metadata, read back from the drawn figure: pixel size, title, panel labels and,
+for residual panels, the symmetric scale Y was shown on. Images are in [-1, 1]; a residual Y is
+shown on [-s, s] with s = max |Y| of that figure, so nothing clips and grey is Y = 0.
+"""
+import io
+import math
+import os
+
+import matplotlib
+from matplotlib import figure as figure_lib
+from matplotlib.backends import backend_agg
+import numpy as np
+import tensorflow as tf
+
+matplotlib.use('Agg')
+
+MIN_TILE = 48   # pixels per tile at least: a 16x16 digit is upscaled 3x
+DPI = 100
+TITLE_PX, LABEL_PX, MARGIN_PX = 34, 22, 8
+GAP_PX = 12     # between panels
+
+
+def upscale(images, min_tile=MIN_TILE):
+  """[n, h, w, c] -> the same upscaled by an integer factor (nearest) to tiles >= min_tile px."""
+  factor = max(1, math.ceil(min_tile / images.shape[1]))
+  return np.repeat(np.repeat(images, factor, axis=1), factor, axis=2)
+
+
+def symmetric_scale(residuals):
+  """The half-range s of a residual panel: max |Y| (never 0), so Y / s is in [-1, 1]."""
+  return max(float(np.max(np.abs(residuals))) if np.size(residuals) else 0.0, 1e-12)
+
+
+def tiles(images, columns=None, pad=1, fill=1.0):
+  """[n, h, w, c] floats -> one [H, W, c] grid (row-major, `pad` px of `fill` between tiles)."""
+  images = np.asarray(images, np.float32)
+  n, h, w, c = images.shape
+  columns = columns or int(math.ceil(math.sqrt(n)))
+  rows = int(math.ceil(n / columns))
+  out = np.full([rows * (h + pad) + pad, columns * (w + pad) + pad, c], fill, np.float32)
+  for i, image in enumerate(images):
+    r, col = divmod(i, columns)
+    out[pad + r * (h + pad):pad + r * (h + pad) + h,
+        pad + col * (w + pad):pad + col * (w + pad) + w] = image
+  return out
+
+
+def _to_display(images, kind, scale=None):
+  """Images in [-1, 1] (or residuals on [-scale, scale]) -> floats in [0, 1] for imshow."""
+  x = np.asarray(images, np.float32)
+  if kind == 'residual':
+    x = x / scale
+  return np.clip((x + 1.0) / 2.0, 0.0, 1.0)
+
+
+def _show(ax, image):
+  if image.shape[-1] == 1:
+    ax.imshow(image[..., 0], cmap='gray', vmin=0.0, vmax=1.0, interpolation='nearest')
+  else:
+    ax.imshow(image, interpolation='nearest')
+  ax.set_xticks([])
+  ax.set_yticks([])
+  for spine in ax.spines.values():
+    spine.set_visible(False)
+
+
+def _new_figure(width_px, height_px):
+  fig = figure_lib.Figure(figsize=(width_px / DPI, height_px / DPI), dpi=DPI)
+  backend_agg.FigureCanvasAgg(fig)
+  return fig
+
+
+def _save(fig, path):
+  """Draws `fig` once, writes it as PNG to `path` (any tf.io.gfile path; None: not written) and
+  returns its metadata."""
+  buffer = io.BytesIO()
+  fig.savefig(buffer, format='png', dpi=DPI)  # the only draw
+  texts = [t.get_text() for t in fig.texts if t.get_text()]
+  labels = [ax.get_title() for ax in fig.axes if ax.get_title()] or texts[1:]
+  labels += [ax.get_ylabel() for ax in fig.axes if ax.get_ylabel()]
+  labels += [ax.get_xlabel() for ax in fig.axes if ax.get_xlabel()]
+  width, height = fig.canvas.get_width_height()
+  if path:
+    directory = os.path.dirname(path)
+    if directory:
+      tf.io.gfile.makedirs(directory)
+    with tf.io.gfile.GFile(path, 'wb') as f:
+      f.write(buffer.getvalue())
+  return dict(path=path, size=(width, height), title=texts[0] if texts else '',
+              texts=texts, labels=labels, png=buffer.getvalue())
+
+
+def grid_figure(panels, title, path=None, columns=None):
+  """Labelled panels of image grids side by side, one title above.
+
+  panels: [(label, images [n, h, w, c] in [-1, 1], kind)] with kind 'image' or 'residual'; a
+  residual panel is shown on [-s, s], s = max |Y| of that panel, and its label says s.
+  Returns the metadata of `_save` plus 'y_scale' (s, or None without a residual panel),
+  'clipped' (fraction of residual values outside [-s, s]: 0) and 'tile_px'.
+  """
+  shown, y_scale, clipped, tile_px = [], None, 0.0, None
+  for label, images, kind in panels:
+    images = np.asarray(images, np.float32)
+    if kind == 'residual':
+      y_scale = symmetric_scale(images)
+      clipped = float(np.mean(np.abs(images) > y_scale))
+      label = f'{label}   (shown on \u00b1{y_scale:.3g}, grey = 0)'
+    big = upscale(images)
+    tile_px = big.shape[1]
+    grid = tiles(_to_display(big, kind, y_scale), columns=columns, pad=2)
+    shown.append((label, np.repeat(grid, 3, axis=-1) if grid.shape[-1] == 1 else grid))
+  heights = [image.shape[0] for _, image in shown]
+  widths = [image.shape[1] for _, image in shown]
+  width = sum(widths) + GAP_PX * (len(shown) - 1) + 2 * MARGIN_PX
+  height = max(heights) + TITLE_PX + LABEL_PX + 2 * MARGIN_PX
+  # The label of a residual panel is wider than a small grid: widen the figure to fit it.
+  width = max(width, 9 * max(len(label) for label, _ in shown) + 2 * MARGIN_PX, 360)
+  fig = _new_figure(width, height)
+  fig.text(0.5, 1 - (MARGIN_PX + TITLE_PX / 2) / height, title, ha='center', va='center',
+           fontsize=12, weight='bold')
+  left = (width - sum(widths) - GAP_PX * (len(shown) - 1)) / 2
+  for (label, image), w, h in zip(shown, widths, heights):
+    # Pixels placed as they are (no resampling): the tiles stay sharp and drawing stays fast.
+    fig.figimage(image, xo=int(left), yo=MARGIN_PX, origin='upper')
+    fig.text((left + w / 2) / width, (MARGIN_PX + h + LABEL_PX / 2) / height, label,
+             ha='center', va='center', fontsize=10)
+    left += w + GAP_PX
+  meta = _save(fig, path)
+  meta.update(y_scale=y_scale, clipped=clipped, tile_px=tile_px)
+  return meta
+
+
+def path_figure(path, title, out=None, energies=None, num_chains=4):
+  """The Langevin chain as columns of chain steps: per chain a row X and a row Y, and G(Z) once
+  (left) where Z is fixed or as a row per step where the chain moves Z; the mean energy H(X)
+  along the chain as a curve below when `energies` [steps, N] is given.
+
+  path: `sample_path`'s output (numpy or tensors): images and residuals [steps, N, h, w, c],
+  generator_images [N, h, w, c] (fixed Z) or [steps, N, h, w, c] (moving Z), steps [steps].
+  """
+  x, y = np.asarray(path['images']), np.asarray(path['residuals'])
+  g_z, steps = np.asarray(path['generator_images']), [int(s) for s in np.asarray(path['steps'])]
+  moving = g_z.ndim == 5
+  n = min(x.shape[1], num_chains)
+  y_scale = symmetric_scale(y[:, :n])
+  rows = []  # (label, [tile or None per column]); column 0 holds a fixed G(Z)
+  for i in range(n):
+    if moving:
+      rows.append((f'G(Z) #{i + 1}', [None] + [g_z[k, i] for k in range(len(steps))]))
+      rows.append((f'X #{i + 1}', [None] + [x[k, i] for k in range(len(steps))]))
+    else:
+      rows.append((f'X #{i + 1}', [g_z[i]] + [x[k, i] for k in range(len(steps))]))
+    rows.append((f'Y #{i + 1}', [None] + [('residual', y[k, i]) for k in range(len(steps))]))
+  h = upscale(x[:1, 0]).shape[1]
+  cell, label_w = h + 6, 70
+  columns = len(steps) + (0 if moving else 1)
+  curve_px = 190 if energies is not None else 0
+  width = max(label_w + columns * cell + 2 * MARGIN_PX, 420)
+  height = TITLE_PX + 2 * LABEL_PX + len(rows) * cell + curve_px + 2 * MARGIN_PX + 20
+  fig = _new_figure(width, height)
+  fig.text(0.5, 1 - (MARGIN_PX + TITLE_PX / 2) / height, title, ha='center', va='center',
+           fontsize=12, weight='bold')
+  fig.text(0.5, 1 - (MARGIN_PX + TITLE_PX + LABEL_PX / 2) / height,
+           f'X = G(Z) + Y; Y shown on \u00b1{y_scale:.3g} (grey = 0); columns: chain steps',
+           ha='center', va='center', fontsize=9)
+  top = height - MARGIN_PX - TITLE_PX - LABEL_PX
+  x0 = MARGIN_PX + label_w + (width - 2 * MARGIN_PX - label_w - columns * cell) / 2
+  offset = 0 if moving else 1
+  for r, (label, cells) in enumerate(rows):
+    y0 = top - LABEL_PX - (r + 1) * cell
+    fig.text((x0 - 6) / width, (y0 + cell / 2) / height, label, ha='right', va='center',
+             fontsize=9)
+    for c, tile in enumerate(cells[1 - offset:] if moving else cells):
+      if tile is None:
+        continue
+      kind, image = tile if isinstance(tile, tuple) else ('image', tile)
+      ax = fig.add_axes([(x0 + c * cell + 3) / width, (y0 + 3) / height, h / width, h / height])
+      _show(ax, _to_display(upscale(image[None])[0], kind, y_scale))
+      if r == 0:
+        ax.set_title('G(Z)' if (c == 0 and not moving) else f'step {steps[c - offset]}',
+                     fontsize=8, pad=3)
+  if energies is not None:
+    energies = np.asarray(energies, np.float64)[:, :n]
+    ax = fig.add_axes([(x0 + offset * cell) / width, (MARGIN_PX + 36) / height,
+                       (len(steps) * cell) / width, (curve_px - 50) / height])
+    ax.plot(steps, energies.mean(axis=1), marker='o', color='tab:blue', label='mean H(X)')
+    ax.set_xlabel('chain step')
+    ax.set_ylabel('mean H(X)')
+    ax.tick_params(labelsize=8)
+    ax.set_xlim(steps[0] - 0.5, steps[-1] + 0.5)
+  meta = _save(fig, out)
+  meta.update(y_scale=y_scale, clipped=float(np.mean(np.abs(y[:, :n]) > y_scale)),
+              tile_px=h, steps=steps, rows=[label for label, _ in rows])
+  return meta
+
+
+# Panels of the training curves: (title, [(metric, legend)], log scale).
+CURVE_PANELS = (
+    ('energy difference mean H(X+) - mean H(X-) (= EBM loss x T)',
+     [('energy_diff', 'H(X+) - H(X-)')], False),
+    ('energies', [('energy_pos', 'data H(X+)'), ('energy_neg', 'samples H(X-)')], False),
+    ('losses', [('gen_loss', 'generator'),
+                ('disc_loss', 'discriminator'), ('loss', 'loss'), ('mse', 'MSE')], False),
+    ('gradient norms', [('hat_grad_norm', 'hat H'), ('gen_grad_norm', 'generator G'),
+                        ('disc_grad_norm', 'discriminator D'), ('grad_norm', 'network'),
+                        ('residual_grad_norm', 'chain dH/dY'),
+                        ('latent_grad_norm', 'chain dH/dZ')], True),
+    ('learning rates', [('hat_lr', 'hat'), ('gen_lr', 'generator'), ('disc_lr', 'discriminator'),
+                        ('enc_lr', 'encoder'), ('dec_lr', 'decoder')], True),
+    ('divergence guard', [('guard_count', 'runaway checks in a row'),
+                          ('rollbacks', 'rollbacks')], False),
+)
+
+
+def training_curves(series, title, path=None):
+  """One PNG of the training curves: series {metric name: [(step, value)]}; panels without data
+  are left out. Returns `_save`'s metadata plus 'panels'."""
+  panels = [(name, [(k, legend) for k, legend in curves if series.get(k)], log)
+            for name, curves, log in CURVE_PANELS]
+  panels = [p for p in panels if p[1]]
+  columns = 2
+  rows = max(1, math.ceil(len(panels) / columns))
+  fig = _new_figure(1100, 60 + 260 * rows)
+  fig.text(0.5, 1 - 22 / (60 + 260 * rows), title, ha='center', va='center', fontsize=12,
+           weight='bold')
+  for i, (name, curves, log) in enumerate(panels):
+    ax = fig.add_subplot(rows, columns, i + 1)
+    for key, legend in curves:
+      steps, values = zip(*series[key])
+      values = np.asarray(values, np.float64)
+      if log and np.all(values > 0):
+        ax.set_yscale('log')
+        ax.minorticks_off()  # minor ticks of log axes cost most of the drawing time
+      ax.plot(steps, values, label=legend, linewidth=1.2)
+    ax.set_title(name, fontsize=10)
+    ax.set_xlabel('training step', fontsize=8)
+    ax.tick_params(labelsize=8)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc='upper right')
+  fig.subplots_adjust(top=1 - 50 / (60 + 260 * rows), hspace=0.45, wspace=0.2, left=0.07,
+                      right=0.98, bottom=0.08 if rows == 1 else 0.05)
+  meta = _save(fig, path)
+  meta['panels'] = [name for name, _, _ in panels]
+  return meta
+
+
+def energy_histograms(energies, title, path=None, reference=None, notes=None):
+  """Overlaid histograms of H(x) per set: energies {label: [n]}; `reference` names the set the
+  others are compared with (drawn first, filled); notes {label: text} go into the legend."""
+  rows = math.ceil(len(energies) / 2)
+  height = 400 + 22 * rows
+  fig = _new_figure(820, height)
+  ax = fig.add_axes([0.09, (70 + 22 * rows) / height, 0.88, 1 - (125 + 22 * rows) / height])
+  values = np.concatenate([np.asarray(v, np.float64).ravel() for v in energies.values()])
+  values = values[np.isfinite(values)]
+  bins = np.linspace(values.min(), values.max() + 1e-12, 50) if values.size else 10
+  order = sorted(energies, key=lambda k: k != reference)
+  for label in order:
+    e = np.asarray(energies[label], np.float64).ravel()
+    note = f', {notes[label]}' if notes and label in notes else ''
+    ax.hist(e[np.isfinite(e)], bins=bins, density=True, alpha=0.45 if label == reference else 1.0,
+            histtype='stepfilled' if label == reference else 'step', linewidth=1.4,
+            label=f'{label} (n={len(e)}, mean {np.mean(e):.3g}{note})')
+  ax.set_xlabel('energy H(x) (lower = more like the data)')
+  ax.set_ylabel('density')
+  # Below the axes: a legend inside would hide the histograms.
+  ax.legend(fontsize=8, loc='upper center', ncol=2, bbox_to_anchor=(0.5, -0.13), frameon=False)
+  ax.tick_params(labelsize=8)
+  fig.text(0.5, 1 - 25 / height, title, ha='center', va='center', fontsize=12, weight='bold')
+  return _save(fig, path)
+
+
+def decode(meta):
+  """The figure's PNG as a uint8 [H, W, 4] array (for tf.summary.image)."""
+  return tf.io.decode_png(meta['png'], channels=4).numpy()

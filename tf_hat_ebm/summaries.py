@@ -1,0 +1,253 @@
+"""What a run writes for people: TensorBoard that explains itself, and the figures beside it.
+
+Scalars are grouped (train/, chain/, lr/, eval/) and each carries a description: what it is, its
+sign, its healthy range. The config is a text summary and the run's hyperparameters an hparams
+record, so runs compare in TensorBoard's HPARAMS tab. `RunReport` is what the trainer calls: at the
+start, at log steps, at grid steps (labelled PNG figures, the same images in TensorBoard, energy
+histograms of data and samples) and at the end (a PNG of the training curves).
+"""
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from tf_hat_ebm import figures
+
+# metric -> (group, description). {T} is replaced by the training chain's temperature.
+SCALARS = {
+    'energy_diff': ('train', 'mean H(X+) - mean H(X-): data energy minus sample energy, the '
+                    'maximum-likelihood loss times T. The EBM update pushes it below 0, the '
+                    'chain pushes it back; healthy: small, oscillating around 0 (|.| below ~1 '
+                    'for the digits). A steady drift to large |.| is a runaway (the guard '
+                    'watches it).'),
+    'energy_pos': ('train', 'mean H(X+) of the noised data batch. Any sign; only differences '
+                   'matter, it should not run away.'),
+    'energy_neg': ('train', 'mean H(X-) of the training chain\'s samples G(Z) + Y. Any sign; '
+                   'tracks energy_pos.'),
+    'ebm_loss': ('train', 'maximum-likelihood loss of the hat network, (mean H(X+) - mean H(X-)) '
+                 '/ T with T = {T}: energy_diff scaled by 1/T, hence its size; judge energy_diff.'),
+    'gen_loss': ('train', 'generator loss gen_loss_factor * mean (G(Z) - X)^2 against the bank\'s '
+                 'samples: >= 0, falling as G learns to produce the EBM\'s samples.'),
+    'hat_grad_norm': ('train', 'global norm of the hat network\'s gradient before clipping; the '
+                      'loss is divided by T = {T}, so this is 1/T times the energy gradient. '
+                      '>= 0; spikes of 10x the trend precede divergence.'),
+    'gen_grad_norm': ('train', 'global norm of the generator\'s gradient before clipping, >= 0.'),
+    'residual_grad_norm': ('chain', 'mean norm of dH/dY per image along the training chain '
+                           '(untempered), >= 0; a steady rise means the chain is pushed hard.'),
+    'residual_abs': ('chain', 'mean |Y| of the training chain\'s last step: how far the samples '
+                     'are from G(Z), in [-1, 1] pixel units; >= 0, small (below ~0.3).'),
+    'latent_grad_norm': ('chain', 'mean norm of dH/dZ per sample along the joint chain, >= 0.'),
+    'latent_abs': ('chain', 'mean |Z| after the joint chain; about 0.8 for N(0, I) latents.'),
+    'disc_loss': ('train', 'SN-GAN discriminator hinge loss, >= 0; about 1-2 while balanced.'),
+    'disc_real': ('train', 'mean D(x) on data; above disc_fake while D wins.'),
+    'disc_fake': ('train', 'mean D(G(z)) on generated images.'),
+    'disc_grad_norm': ('train', 'global norm of the discriminator\'s gradient, >= 0.'),
+    'loss': ('train', 'autoencoder loss (reconstruction MSE plus any regulariser), >= 0, falling.'),
+    'mse': ('train', 'reconstruction mean squared error in [-1, 1] pixel units, >= 0, falling.'),
+    'grad_norm': ('train', 'global norm of the autoencoder\'s gradient, >= 0.'),
+    'steps_per_sec': ('train', 'training steps per second of the last chunk (host time).'),
+    'guard_count': ('train', 'checks in a row the runaway guard found suspicious; 0 is healthy, '
+                    'training.guard.patience of them stop or roll back the run.'),
+    'rollbacks': ('train', 'divergence rollbacks so far (each lowers the learning rates); 0 is '
+                  'healthy.'),
+    'train_mse': ('eval', 'reconstruction MSE on the train split, >= 0.'),
+    'test_mse': ('eval', 'reconstruction MSE on the test split, >= 0; near train_mse unless '
+                 'the autoencoder overfits.'),
+}
+# What the evaluation scripts log under eval/ (OOD AUROCs are described per set).
+EVAL = {
+    'fid_hat_ebm': 'FID of the Hat EBM samples X = G(Z) + Y against the train split '
+                   '(evaluate_fid.py, mean over its runs): >= 0, lower is better.',
+    'fid_generator': 'FID of the generator alone G(Z) (evaluate_fid.py): the Hat EBM should be '
+                     'lower.',
+    'fid_ddls': 'FID of DDLS samples from the same latents (evaluate_fid.py).',
+    'fid_data_test_vs_train': 'FID of the test split against the train split: the floor.',
+}
+LR_DESCRIPTION = ('learning rate of the {net} optimizer now (schedule times the rollback factor), '
+                  '> 0.')
+
+
+def tag(name):
+  """The grouped TensorBoard tag of a metric name (learning rates under lr/)."""
+  if name.endswith('_lr'):
+    return f'lr/{name}'
+  group = SCALARS.get(name, ('train',))[0]
+  return f'{group}/{name}'
+
+
+def description(name, temperature=None):
+  if name.endswith('_lr'):
+    return LR_DESCRIPTION.format(net=name[:-3])
+  text = SCALARS.get(name, ('train', name.replace('_', ' ')))[1]
+  return text.replace('{T}', f'{temperature:g}' if temperature is not None else 'the temperature')
+
+
+def write_scalars(values, step, temperature=None):
+  """Grouped, described scalars to the default writer at `step`."""
+  for name, value in values.items():
+    tf.summary.scalar(tag(name), value, step=step,
+                      description=description(name, temperature))
+
+
+def flat_config(config, prefix=''):
+  """{dotted path: bool/int/float/str} of a config's leaves (lists and None as strings)."""
+  out = {}
+  for key, value in config.items():
+    path = f'{prefix}{key}'
+    if hasattr(value, 'items'):
+      out.update(flat_config(value, path + '.'))
+    elif isinstance(value, (bool, int, float, str)):
+      out[path] = value
+    else:
+      out[path] = str(value)
+  return out
+
+
+def write_config(config, step):
+  """The config as a text summary (JSON) and its leaves as hparams, to the default writer."""
+  # pylint: disable=g-import-not-at-top
+  from tensorboard.plugins.hparams import api as hp
+  text = json.dumps(json.loads(config.to_json_best_effort()), indent=2, sort_keys=True)
+  tf.summary.text('config', '```\n' + text + '\n```', step=step,
+                  description='the run\'s full config (config.json in the workdir)')
+  hp.hparams(flat_config(config), trial_id=config.get('name', None))
+
+
+def write_hparams_config(metric_names, config):
+  """Which scalars the HPARAMS tab shows as the run's metrics (their last values): the training
+  metrics and what evaluate_fid.py / evaluate_ood.py add under eval/."""
+  # pylint: disable=g-import-not-at-top
+  from tensorboard.plugins.hparams import api as hp
+  from tf_hat_ebm.evaluation import ood
+  metrics = [hp.Metric(tag(name), display_name=name, description=description(name))
+             for name in metric_names]
+  evals = [f'fid_{m}' for m in ('hat_ebm', 'generator', 'ddls')]
+  if config.get('experiment', 'synthesis') in ('synthesis', 'joint'):
+    evals += [f'ood_auroc_{name}' for name in ood.default_sets(config.data)]
+  metrics += [hp.Metric(f'eval/{name}', display_name=name, description=EVAL.get(
+      name, 'AUROC of telling this OOD set from the test split by H(x): 0.5 is chance, 1 is '
+      'perfect (evaluate_ood.py)')) for name in evals]
+  hp.hparams_config(hparams=[], metrics=metrics)
+
+
+def read_scalars(tensorboard_dir):
+  """{tag: [(step, value)]} of every scalar in a TensorBoard directory (last value per step)."""
+  series = {}
+  for path in sorted(tf.io.gfile.glob(os.path.join(tensorboard_dir, 'events.*'))):
+    for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+      event = tf.compat.v1.Event.FromString(record)
+      for value in event.summary.value:
+        if value.metadata.plugin_data.plugin_name == 'scalars' or value.HasField('simple_value'):
+          number = (value.simple_value if value.HasField('simple_value')
+                    else float(tf.make_ndarray(value.tensor)))
+          series.setdefault(value.tag, {})[event.step] = number
+  return {k: sorted(v.items()) for k, v in series.items()}
+
+
+class RunReport:
+  """The trainer's TensorBoard and figure writing for one run (chief only; a no-op writer else)."""
+
+  def __init__(self, task, config, workdir, writer, is_chief=True):
+    self.task, self.config, self.workdir, self.writer = task, config, workdir, writer
+    self.is_chief = is_chief
+    self.name = config.get('name', 'run')
+    langevin = config.get('langevin', None)
+    self.temperature = langevin.temperature if langevin is not None else None
+    self.sample_dir = os.path.join(workdir, 'samples')
+    self._data = None
+    self.written = {}  # path -> metadata of every figure this run wrote
+
+  def start(self, step):
+    if not self.is_chief:
+      return
+    with self.writer.as_default(step=step):
+      write_hparams_config(list(self.task.metric_names), self.config)
+      write_config(self.config, step)
+
+  def scalars(self, step, metrics, extra):
+    with self.writer.as_default(step=step):
+      write_scalars({**metrics, **extra}, step, self.temperature)
+
+  def grids(self, step, grids):
+    """Labelled figures of the grid samples ({'x'[, 'g_z', 'y']}) as PNG and in TensorBoard, and
+    the energy histograms of data and samples. Returns the figures' metadata by file name."""
+    if not self.is_chief:
+      return {}
+    written = {}
+    what = f'{self.name}, step {step}'
+    labels = GRID_LABELS.get(self.config.get('experiment', ''), {})
+    for name, key, label, kind, heading in GRID_PANELS:
+      if key not in grids:
+        continue
+      label = labels.get(key, label)
+      heading = heading if key not in labels else 'fixed-seed'
+      path = os.path.join(self.sample_dir, f'{name}_{step:07d}.png')
+      meta = figures.grid_figure([(label, grids[key], kind)], f'{heading} {label}: {what}', path)
+      written[os.path.basename(path)] = self.written[path] = meta
+      with self.writer.as_default(step=step):
+        tf.summary.image(f'samples/{name}', figures.decode(meta)[None], step=step,
+                         description=f'{label}, fixed-seed samples of the training chain' +
+                         (f'; shown on +-{meta["y_scale"]:.3g}, grey = 0' if kind == 'residual'
+                          else ''))
+    self._energy_histograms(step, grids)
+    return written
+
+  def _energy_histograms(self, step, grids):
+    hat = getattr(self.task, 'hat', None)
+    if hat is None or 'y' not in grids:
+      return
+    if self._data is None:
+      # pylint: disable=g-import-not-at-top
+      from tf_hat_ebm import data as data_lib
+      data_cfg = self.config.data
+      self._data = next(iter(data_lib.eval_dataset(data_cfg, data_cfg.test_split,
+                                                   len(grids['x']))))
+    with self.writer.as_default(step=step):
+      for name, images, what in (('data', self._data, 'test images'),
+                                 ('samples', grids['x'], 'fixed-seed samples X = G(Z) + Y')):
+        energy = tf.cast(hat(tf.convert_to_tensor(images, tf.float32)), tf.float32)
+        tf.summary.histogram(f'energy/{name}', tf.reshape(energy, [-1]), step=step,
+                             description=f'H(x) of {what}; the two histograms overlap when the '
+                                         'samples look like data to the EBM')
+
+  def finish(self, step):
+    """The training curves of the whole run (every event file of the workdir) as one PNG."""
+    if not self.is_chief:
+      return None
+    self.writer.flush()
+    series = {t.split('/', 1)[-1]: v
+              for t, v in read_scalars(os.path.join(self.workdir, 'tensorboard')).items()}
+    if not series:
+      return None
+    path = os.path.join(self.workdir, 'training_curves.png')
+    self.written[path] = figures.training_curves(
+        series, f'training curves: {self.name}, step {step}', path)
+    return self.written[path]
+
+
+# Grid files: (file name prefix, grid_samples key, panel label, kind, title).
+GRID_PANELS = (('samples', 'x', 'X = G(Z) + Y', 'image', 'Hat EBM samples'),
+               ('generator', 'g_z', 'G(Z)', 'image', 'the generator alone'),
+               ('residual', 'y', 'Y', 'residual', 'the residual the chain adds'))
+# What 'x' and 'g_z' are for the kinds without a residual.
+GRID_LABELS = {'sngan': {'x': 'SN-GAN samples G(z)'},
+               'autoencoder': {'x': 'reconstructions of test images',
+                               'g_z': 'decoder samples D(z), z ~ N(0, I)'}}
+
+
+def log_evaluation(workdir, step, values, descriptions, figure=None, histograms=None):
+  """An evaluation script's results into the workdir's TensorBoard at the checkpoint's step:
+  eval/<name> scalars, an optional figure (metadata of a figures function), histograms of H(x)
+  by set name."""
+  writer = tf.summary.create_file_writer(os.path.join(workdir, 'tensorboard'))
+  with writer.as_default(step=step):
+    for name, value in values.items():
+      tf.summary.scalar(f'eval/{name}', value, description=descriptions.get(name, name))
+    if figure is not None:
+      tf.summary.image(f'eval/{os.path.splitext(os.path.basename(figure["path"]))[0]}',
+                       figures.decode(figure)[None], description=figure['title'])
+    for name, values_ in (histograms or {}).items():
+      tf.summary.histogram(f'eval/energy_{name.replace("/", "_")}', np.asarray(values_, np.float32),
+                           description=f'H(x) of {name}')
+  writer.flush()
