@@ -37,7 +37,7 @@ def training_chain(task, seed=SEED, num=NUM):
 
 
 def assert_exported_chain_is_the_training_chain(task, workdir, tmp_path):
-  run = runs.load_run(workdir)
+  run = runs.load_run(workdir, trust_code=True)  # a factory generator is code: ours
   assert run.model.sampling == task.sampling_settings
   module = export.build_module(run)
   assert module.precision.numpy().decode() == run.model.precision == task.precision

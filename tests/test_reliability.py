@@ -552,7 +552,7 @@ def test_lock_that_is_a_directory_or_half_written(tmp_path):
 
 def test_every_checkpoint_corrupt_does_not_advise_latest_intact(tmp_path):
   (tmp_path / 'ckpt-2.index').write_bytes(b'x')
-  message = str(workdir_lib.resume_error(str(tmp_path), 'none restores', none_restores=True))
+  message = str(checkpoints.resume_error(str(tmp_path), 'none restores', none_restores=True))
   assert 'latest_intact' not in message and 'restore the checkpoints from a copy' in message
 
 

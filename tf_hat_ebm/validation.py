@@ -11,6 +11,7 @@ import math
 
 from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import guard as guard_lib
+from tf_hat_ebm import registry
 
 OPTIONAL_FLOATS = config_lib.OPTIONAL_FLOATS  # None: off
 FLOAT32_MAX = 3.4028234663852886e38
@@ -225,11 +226,11 @@ def check_generator(config, source=None):
 
 def validate(config, source=None):
   """All checks of `config` (a ConfigDict); `source` (e.g. the config.json path) prefixes errors."""
-  kind = config.get('experiment', 'synthesis')
-  if kind in config_lib.KINDS:
-    check_types(config.to_dict(), config_lib.defaults(kind).to_dict(), source)
-  else:
-    _check_choice('experiment', kind, config_lib.KINDS, source)
+  try:
+    kind = registry.get(config.get('experiment', 'synthesis'))
+  except ValueError as e:
+    raise ConfigError(f'{source}: {e}' if source else str(e)) from None
+  check_types(config.to_dict(), kind.defaults().to_dict(), source)
   check_number('seed', config.get('seed', 0), 0, integer=True, source=source)
   check_data_and_model(config, source)
   check_chains(config, source)
