@@ -69,8 +69,6 @@ VARIANTS = {
     'bf16': dict(recompute_generator=False, precision='mixed_bfloat16', jit_sampler=False),
     'xla': dict(recompute_generator=False, precision='float32', jit_sampler=True),
 }
-# A joint config's perf has only the precision: the variants that differ in nothing else.
-JOINT_VARIANTS = ('fast', 'bf16')
 
 
 def matmul_rate(dtype, n, repeats=5):
@@ -96,9 +94,9 @@ def timed(fn, repeats):
 
 def variants_to_time(config):
   """The variant names to time: --variants, of those the config's kind has."""
-  known = VARIANTS if 'recompute_generator' in config.perf else JOINT_VARIANTS
-  if 'generator' in config and not FLAGS['variants'].present:
-    return list(JOINT_VARIANTS)
+  known = registry.for_config(config).speed_variants
+  if not FLAGS['variants'].present:
+    return [v for v in FLAGS.variants if v in known] or list(known)
   unknown = set(FLAGS.variants) - set(known)
   if unknown:
     raise app.UsageError(f'{config.name}: unknown variants {sorted(unknown)}; known for its kind: '
@@ -111,7 +109,7 @@ def check_config(config):
   if not issubclass(registry.for_config(config).task_class(), base.HatTask):
     raise app.UsageError(f'{config.experiment} is not a Hat EBM task: step_time.py times the '
                          'Langevin chain of synthesis and joint configs')
-  if FLAGS.untrained_generator and 'generator' not in config:
+  if FLAGS.untrained_generator and not registry.for_config(config).baselines:
     raise app.UsageError('--untrained_generator is for joint configs (a synthesis generator '
                          'always starts untrained)')
 

@@ -45,7 +45,6 @@ from tf_hat_ebm import runs  # noqa: E402
 from tf_hat_ebm import summaries  # noqa: E402
 from tf_hat_ebm.evaluation import features  # noqa: E402
 from tf_hat_ebm.evaluation import fid  # noqa: E402
-from tf_hat_ebm.evaluation import rows as rows_lib  # noqa: E402
 
 
 def evaluate():
@@ -54,8 +53,8 @@ def evaluate():
   kind = registry.for_config(runs.load_config(FLAGS.workdir))
   if kind.fid_rows is None:
     raise ValueError(f'--workdir={FLAGS.workdir}: {kind.name} runs offer no FID rows')
-  # An SN-GAN run has no Hat EBM to load: its frozen generator alone.
-  run = (rows_lib.load_sngan_run(FLAGS.workdir, FLAGS.checkpoint) if kind.name == 'sngan' else
+  # A kind without a Hat EBM to load (an SN-GAN) says how its run is read for its FID rows.
+  run = (registry.load(kind.fid_run)(FLAGS.workdir, FLAGS.checkpoint) if kind.fid_run else
          runs.load_run(FLAGS.workdir, **run_lib.load_run_flags()))
   data_cfg = run.config.data
   net_kind = FLAGS.feature_net or ('classifier' if data_cfg.name == 'digits' else 'inception')

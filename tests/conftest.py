@@ -3,6 +3,11 @@ import os
 import tempfile
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+if os.environ.get('PYTEST_XDIST_WORKER'):
+  # One TensorFlow thread pool per pytest-xdist worker (and the scripts it starts): two workers on
+  # two cores, not four busy threads fighting for them.
+  os.environ.setdefault('TF_NUM_INTRAOP_THREADS', '1')
+  os.environ.setdefault('TF_NUM_INTEROP_THREADS', '2')
 # Feature classifiers trained by the tests (and the scripts they run) stay out of ~/.cache.
 os.environ.setdefault('TF_HAT_EBM_CACHE', tempfile.mkdtemp(prefix='tf_hat_ebm_cache_'))
 

@@ -245,6 +245,9 @@ class FakeModel:
     x = tf.zeros([3, num_samples, 2, 2, 1])
     return dict(images=x, residuals=x, generator_images=x[0], steps=tf.constant([0, 1, 2]))
 
+  def energy(self, images):
+    return {'energy': tf.reduce_sum(images, [1, 2, 3])}
+
 
 def test_two_seeds_share_no_sample_and_evaluation_runs_are_independent():
   model = FakeModel()

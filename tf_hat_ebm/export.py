@@ -30,6 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 import tf_hat_ebm
+from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
 # num_samples is int64 (an int32 input would wrap 2**32 + 4 to 4); one call makes at most this many.
 MAX_SAMPLES = 2**31 - 1
@@ -71,17 +72,6 @@ def check_values(x, function, what, bound=None):
   return checks
 
 
-class _FrozenGeneratorCall:
-  """G as the joint sampler needs it (callable + latent_shape), reached without tracking Keras."""
-
-  def __init__(self, generator):
-    self._fn = lambda z, training=False: generator(z, training=training)
-    self.latent_shape = tuple(int(d) for d in generator.latent_shape)
-
-  def __call__(self, z, training=False):
-    return self._fn(z, training=training)
-
-
 class HatEBMModule(tf.Module):
   """What every exported Hat EBM has: its networks' variables, the sampling chain's settings,
   `energy` and the signatures. The chain itself (`sample`, `sample_path`) is the subclass's:
@@ -94,7 +84,7 @@ class HatEBMModule(tf.Module):
     # The networks are reached through closures, and only their variables are tracked: saving then
     # stores variables and traced functions, never Keras objects (loadable with TF alone).
     self._hat_fn = lambda x: hat(x)  # pylint: disable=unnecessary-lambda
-    self._generator_call = _FrozenGeneratorCall(generator)
+    self._generator_call = generators.untracked_call(generator)
     self.network_variables = list(hat.variables) + list(generator.variables)
     self._settings = settings
     self._latent_shape = tuple(int(d) for d in generator.latent_shape)

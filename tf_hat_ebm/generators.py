@@ -52,6 +52,24 @@ class FrozenGenerator(tf.Module):
     return out
 
 
+class _UntrackedCall:
+  """G reached through a closure: a tf.Module holding it tracks G's variables but never the Keras
+  objects, so its SavedModel loads with TensorFlow alone (export.py)."""
+
+  def __init__(self, generator):
+    self._fn = lambda z, training=False: generator(z, training=training)
+    self.latent_shape = tuple(int(d) for d in generator.latent_shape)
+
+  def __call__(self, z, training=False):
+    return self._fn(z, training=training)
+
+
+def untracked_call(generator):
+  """Any generator (a Keras model with latent_shape, or a FrozenGenerator) as an untracked
+  callable with its latent_shape, for the sampling chain of an exported module."""
+  return _UntrackedCall(generator)
+
+
 def load(config, precision='float32'):
   """(frozen generator, SN-GAN discriminator or None) named by config.generator, shape-checked;
   the project's networks and a factory's model built under the Keras policy `precision`.

@@ -33,6 +33,13 @@ class Kind:
   # 'module:function(run, net, train, num_samples, runs, seed, batch_size) -> (rows, fids, chain)':
   # the FID rows evaluate_fid.py reports for a run of this kind.
   fid_rows: Optional[str] = None
+  # 'module:function(workdir, checkpoint) -> run' for a kind without an inference model whose
+  # fid_rows still score something (an SN-GAN's generator alone); None: runs.load_run.
+  fid_run: Optional[str] = None
+  # Labels of the training grids' panels ('x', 'g_z') where they are not X = G(Z) + Y and G(Z).
+  grid_labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  # The step_time.py variants of the kind's `perf` options (benchmarks/step_time.py).
+  speed_variants: Tuple[str, ...] = ()
   # Runs whose chain starts from a frozen generator's latents: compare.py puts the generator alone
   # (and DDLS) beside the Hat EBM.
   baselines: bool = False
@@ -87,19 +94,23 @@ KINDS = {k.name: k for k in (
          f'{_SYNTH}:inference_model', 'tf_hat_ebm.export:ConditionalHatEBMModule',
          flops='tf_hat_ebm.flops:synthesis', fid_rows='tf_hat_ebm.evaluation.rows:synthesis',
          structural=('training.bank_size', 'training.generator_update', 'langevin.temperature'),
-         release='conditional',
+         release='conditional', speed_variants=('release', 'fast', 'bf16', 'xla'),
          tiny={'training.bank_size': 16}),
     Kind('joint', 'tf_hat_ebm.config:joint_defaults', f'{_JOINT}:JointTask',
          f'{_JOINT}:inference_model', 'tf_hat_ebm.export:JointHatEBMModule',
          flops='tf_hat_ebm.flops:joint', fid_rows='tf_hat_ebm.evaluation.rows:joint',
          structural=('langevin.temperature',), baselines=True,
-         release='joint',
+         release='joint', speed_variants=('fast', 'bf16'),
          tiny={'training.num_steps': 2, 'training.sample_every': 2, 'optim.hat_lr': 1e-3}),
     Kind('sngan', 'tf_hat_ebm.config:sngan_defaults', 'tf_hat_ebm.tasks.sngan:SNGANTask',
          fid_rows='tf_hat_ebm.evaluation.rows:sngan',
+         fid_run='tf_hat_ebm.evaluation.rows:load_sngan_run',
+         grid_labels={'x': 'SN-GAN samples G(z)'},
          tiny={'training.n_dis': 2, 'training.num_steps': 2, 'training.sample_every': 2}),
     Kind('autoencoder', 'tf_hat_ebm.config:autoencoder_defaults',
-         'tf_hat_ebm.tasks.autoencoder:AutoencoderTask'),
+         'tf_hat_ebm.tasks.autoencoder:AutoencoderTask',
+         grid_labels={'x': 'reconstructions of test images',
+                      'g_z': 'decoder samples D(z), z ~ N(0, I)'}),
 )}
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_hat_ebm import figures
+from tf_hat_ebm import registry
 
 # metric -> (group, description). {T} is replaced by the training chain's temperature.
 SCALARS = {
@@ -123,7 +124,7 @@ def write_hparams_config(metric_names, config):
   metrics = [hp.Metric(tag(name), display_name=name, description=description(name))
              for name in metric_names]
   evals = [f'fid_{m}' for m in ('hat_ebm', 'generator', 'ddls')]
-  if config.get('experiment', 'synthesis') in ('synthesis', 'joint'):
+  if registry.for_config(config).inference is not None:  # a Hat EBM: its energy scores OOD sets
     evals += [f'ood_auroc_{name}' for name in ood.default_sets(config.data)]
   metrics += [hp.Metric(f'eval/{name}', display_name=name, description=EVAL.get(
       name, 'AUROC of telling this OOD set from the test split by H(x): 0.5 is chance, 1 is '
@@ -176,7 +177,7 @@ class RunReport:
       return {}
     written = {}
     what = f'{self.name}, step {step}'
-    labels = GRID_LABELS.get(self.config.get('experiment', ''), {})
+    labels = registry.for_config(self.config).grid_labels
     for name, key, label, kind, heading in GRID_PANELS:
       if key not in grids:
         continue
@@ -194,9 +195,9 @@ class RunReport:
     return written
 
   def _energy_histograms(self, step, grids):
-    hat = getattr(self.task, 'hat', None)
-    if hat is None or 'y' not in grids:
-      return
+    if registry.for_config(self.config).inference is None or 'y' not in grids:
+      return  # not a Hat EBM: no energy to show
+    hat = self.task.hat
     if self._data is None:
       # pylint: disable=g-import-not-at-top
       from tf_hat_ebm import data as data_lib
@@ -230,10 +231,6 @@ class RunReport:
 GRID_PANELS = (('samples', 'x', 'X = G(Z) + Y', 'image', 'Hat EBM samples'),
                ('generator', 'g_z', 'G(Z)', 'image', 'the generator alone'),
                ('residual', 'y', 'Y', 'residual', 'the residual the chain adds'))
-# What 'x' and 'g_z' are for the kinds without a residual.
-GRID_LABELS = {'sngan': {'x': 'SN-GAN samples G(z)'},
-               'autoencoder': {'x': 'reconstructions of test images',
-                               'g_z': 'decoder samples D(z), z ~ N(0, I)'}}
 
 
 def log_evaluation(workdir, step, values, descriptions, figure=None, histograms=None):

@@ -63,19 +63,13 @@ def sample_all(model, sampler, num, seed, batch_size=250):
 def method_fids(model, sampler, feature_net, reference, num, runs, seed=0, batch_size=250,
                 verbose=False):
   """{method: [FID per run]}: every method's samples from the same Z0, scored against `reference`
-  activations with one feature network. Run r draws the streams (seed, batch, r + 1);
-  only activations are kept, batch by batch."""
-  fids = {}
-  for r in range(runs):
-    if verbose:
-      print(f'FID run {r + 1}/{runs}: {num} samples per method', flush=True)
-    acts = {}
+  activations with one feature network (fid.fids_over_runs). Run r draws the streams
+  (seed, batch, r + 1): run 0 of the grids (sample_all) is never scored."""
+  def batches(r):
     for z0, s in latent_batches(model, num, seed, batch_size, r + 1):
-      for name, x in sampler(z0, s).items():
-        acts.setdefault(name, []).append(fid.activations([x], feature_net, verbose=False))
-    for name, parts in acts.items():
-      fids.setdefault(name, []).append(fid.frechet_distance(reference, np.concatenate(parts)))
-  return fids
+      yield sampler(z0, s)
+  return fid.fids_over_runs(batches, feature_net, reference, runs, verbose,
+                            f'{num} samples per method')
 
 
 def digits_table(model, sampler, config, first, feature_net, cache_dir, fid_samples=1000,

@@ -115,6 +115,23 @@ def data_activations(data_cfg, split, feature_net, cache_dir, batch_size=250, ve
   return acts
 
 
+def fids_over_runs(batches, feature_net, reference, runs, verbose=True, what='samples'):
+  """{method: [FID per run]} against `reference` activations: `batches(r)` yields the
+  {method: images} batches of run r; only activations are kept, batch by batch."""
+  fids = {}
+  for r in range(runs):
+    if verbose:
+      print(f'FID run {r + 1}/{runs}: {what}', flush=True)
+    acts = {}
+    for out in batches(r):
+      for name, x in out.items():
+        acts.setdefault(name, []).append(
+            np.asarray(tfgan.eval.run_classifier_fn(x, feature_net), np.float32))
+    for name, parts in acts.items():
+      fids.setdefault(name, []).append(frechet_distance(reference, np.concatenate(parts)))
+  return fids
+
+
 def sample_fids(module, feature_net, reference, num_samples, batch_size=250, runs=1, seed=0,
                 verbose=True):
   """FID of `runs` independent sets of samples against reference activations.
@@ -122,24 +139,13 @@ def sample_fids(module, feature_net, reference, num_samples, batch_size=250, run
   Returns {'hat_ebm': [fid per run], 'generator': [...]}: X = G(Z) + Y and G(Z) of the same chains.
   Batch b of run r draws the stream (seed, b, r) (samples.stream_seed): runs share no chain.
   """
-  fids = {'hat_ebm': [], 'generator': []}
-  for r in range(runs):
-    x_acts, g_acts = [], []
-    progbar = tf.keras.utils.Progbar(num_samples, unit_name='sample') if verbose else None
-    if verbose:
-      print(f'FID run {r + 1}/{runs}: sampling {num_samples}', flush=True)
-    seen = 0
+  def batches(r):
     for out in samples_lib.sample_batches(module, num_samples, batch_size, seed, r):
-      x_acts.append(np.asarray(tfgan.eval.run_classifier_fn(out['images'], feature_net)))
       # G(Z) is scored as an image, clipped to [-1, 1] as the Hat EBM samples are.
-      g_images = tf.clip_by_value(out['generator_images'], -1.0, 1.0)
-      g_acts.append(np.asarray(tfgan.eval.run_classifier_fn(g_images, feature_net)))
-      seen += len(x_acts[-1])
-      if progbar is not None:
-        progbar.update(seen)
-    fids['hat_ebm'].append(frechet_distance(reference, np.concatenate(x_acts)))
-    fids['generator'].append(frechet_distance(reference, np.concatenate(g_acts)))
-  return fids
+      yield {'hat_ebm': out['images'],
+             'generator': tf.clip_by_value(out['generator_images'], -1.0, 1.0)}
+  return fids_over_runs(batches, feature_net, reference, runs, verbose,
+                        f'{num_samples} samples')
 
 
 def score_table(rows, first='samples'):
