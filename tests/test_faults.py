@@ -21,6 +21,7 @@ TINY = ['--config.model.hat_width=8', '--config.model.gen_width=8', '--config.mo
 
 # fault_drill runs the training script in a subprocess.
 @pytest.mark.slow
+@pytest.mark.long
 def test_sigkill_at_random_moments_always_resumes_from_an_intact_checkpoint(tmp_path):
   records, failures = fault_drill.drill(str(tmp_path), 3, TINY, min_delay=0.0, max_delay=3.0,
                                         seed=1)

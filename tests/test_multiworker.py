@@ -43,6 +43,7 @@ def run_workers(workdir, steps):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_two_workers_train_and_write_one_consistent_checkpoint(tmp_path):
   codes, outputs = run_workers(tmp_path, 4)
   assert codes == [0, 0], outputs

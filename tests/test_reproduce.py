@@ -49,6 +49,7 @@ def test_bad_parts_is_one_line_error(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_tiny_pipeline_reports_skips_when_done_and_resumes(tmp_path):
   out = str(tmp_path)
   args = ('--scale=tiny', '--seeds=0,1', '--parts=synth', f'--out={out}')
