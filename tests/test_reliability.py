@@ -25,7 +25,6 @@ from tf_hat_ebm import registry
 from tf_hat_ebm import generators
 from tf_hat_ebm import run_lib
 from tf_hat_ebm import samples as samples_lib
-from tf_hat_ebm import validation
 from tf_hat_ebm import workdir as workdir_lib
 from tpu_utils.strategy import check_batch_split
 
@@ -510,7 +509,7 @@ def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tm
     ('sampling.prior_sigma', 0.0, 'sampling.prior_sigma must be a finite number > 0')])
 def test_validation_catches_values_that_reverse_or_break_a_run(field, value, message):
   with pytest.raises(ValueError, match=re.escape(message)):
-    validation.validate(tiny(**{field: value}))
+    run_lib.validate(tiny(**{field: value}))
 
 
 @pytest.mark.parametrize('section, field, value, message', [

@@ -32,7 +32,7 @@ EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
 def validate(config):
   """The checks of every config field (validation.py), before anything is built."""
-  return validation.validate(config)
+  return validation.validate(config, registry.for_config(config).defaults())
 
 
 def train(config, workdir, strategy, num_steps=None, verbose=True, allow_config_change=False,

@@ -11,7 +11,6 @@ import math
 
 from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import guard as guard_lib
-from tf_hat_ebm import registry
 
 OPTIONAL_FLOATS = config_lib.OPTIONAL_FLOATS  # None: off
 FLOAT32_MAX = 3.4028234663852886e38
@@ -224,13 +223,12 @@ def check_generator(config, source=None):
                  source=source)
 
 
-def validate(config, source=None):
-  """All checks of `config` (a ConfigDict); `source` (e.g. the config.json path) prefixes errors."""
-  try:
-    kind = registry.get(config.get('experiment', 'synthesis'))
-  except ValueError as e:
-    raise ConfigError(f'{source}: {e}' if source else str(e)) from None
-  check_types(config.to_dict(), kind.defaults().to_dict(), source)
+def validate(config, defaults=None, source=None):
+  """All checks of `config` (a ConfigDict): the type of every field against `defaults` (its
+  kind's defaults, registry.Kind.defaults(); None: not type-checked), then the ranges; `source`
+  (e.g. the config.json path) prefixes errors."""
+  if defaults is not None:
+    check_types(config.to_dict(), defaults.to_dict(), source)
   check_number('seed', config.get('seed', 0), 0, integer=True, source=source)
   check_data_and_model(config, source)
   check_chains(config, source)

@@ -156,15 +156,15 @@ def load_config(workdir, defaults=None):
   _migrate(config)
   kind_defaults = defaults(config.get('experiment', 'synthesis')) if defaults else None
   if kind_defaults is not None:
-    kind_defaults = kind_defaults.to_dict()
+    filling = kind_defaults.to_dict()
     for section, fields in IMPLICIT_BEFORE.items():
-      kind_defaults[section].update(fields)
-    filled = fill_missing(config, kind_defaults)
+      filling[section].update(fields)
+    filled = fill_missing(config, filling)
     if filled:
       logging.warning('%s was written by an older version: defaults filled in for %s', path,
                       ', '.join(filled))
   # Read back, the config is checked as at training start: an edited field never runs unchecked.
-  return validation.validate(ml_collections.ConfigDict(config), source=path)
+  return validation.validate(ml_collections.ConfigDict(config), kind_defaults, source=path)
 
 
 # Fields whose default changed when they were added: a config.json written before they existed

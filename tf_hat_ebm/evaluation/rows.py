@@ -8,10 +8,11 @@ import types
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
+from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import export
 from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
-from tf_hat_ebm import runs
+from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.evaluation import compare
 from tf_hat_ebm.evaluation import fid
 
@@ -53,7 +54,7 @@ def sngan(run, net, train, num_samples, runs, seed, batch_size):
 
 def load_sngan_run(workdir, checkpoint=None):
   """An SN-GAN workdir as a run whose model is its frozen `generator` (no Hat EBM to load)."""
-  config = runs.load_config(workdir)
+  config = workdir_lib.load_config(workdir, lambda _: config_lib.sngan_defaults())
   path = checkpoints.resolve_checkpoint(workdir, checkpoint, what='SN-GAN',
                                         script='experiments/train_sngan.py')
   model, _ = generators.load_sngan(workdir, config, path)
