@@ -25,7 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, 'experiments', 'train_synthesis.py')
 
 flags.DEFINE_integer('cycles', 10, 'Kill/resume cycles.')
-flags.DEFINE_string('workdir', '/tmp/fault_drill', 'Run directory (emptied first).')
+flags.DEFINE_string('workdir', '/tmp/fault_drill', 'Run directory: new, empty, or one an earlier '
+                    'drill made (emptied first; any other directory is refused).')
 flags.DEFINE_float('min_delay', 0.0, 'Shortest time after a new checkpoint before a kill (s).')
 flags.DEFINE_float('max_delay', 20.0, 'Longest time after a new checkpoint before a kill (s).')
 flags.DEFINE_integer('seed', 0, 'Seed of the kill times.')
@@ -33,6 +34,7 @@ flags.DEFINE_multi_string('arg', [], 'Extra arguments for the training script.')
 FLAGS = flags.FLAGS
 
 _STEP = re.compile(r'(\d+)/\d+ \[')
+MARKER = '.fault_drill'  # what marks a directory this drill made (and may empty)
 
 
 def last_step(output):
@@ -115,9 +117,16 @@ def drill(workdir, cycles, args, min_delay, max_delay, seed=0, on_cycle=None):
 
 def main(argv):
   del argv
-  if os.path.exists(FLAGS.workdir):
+  marker = os.path.join(FLAGS.workdir, MARKER)
+  if os.path.isdir(FLAGS.workdir) and os.listdir(FLAGS.workdir):
+    if not os.path.exists(marker):  # not the drill's: never deleted
+      raise app.UsageError(f'--workdir={FLAGS.workdir} is not empty and not a fault drill\'s '
+                           f'(no {MARKER} in it): choose a new directory')
     import shutil  # pylint: disable=g-import-not-at-top
     shutil.rmtree(FLAGS.workdir)
+  os.makedirs(FLAGS.workdir, exist_ok=True)
+  with open(marker, 'w') as f:
+    f.write('made by benchmarks/fault_drill.py; the next drill on this directory empties it\n')
   start = time.time()
   records, failures = drill(FLAGS.workdir, FLAGS.cycles, FLAGS.arg, FLAGS.min_delay,
                             FLAGS.max_delay, FLAGS.seed, on_cycle=lambda r: print(
