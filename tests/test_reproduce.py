@@ -90,3 +90,33 @@ def test_tiny_pipeline_reports_skips_when_done_and_resumes(tmp_path):
   assert os.path.getmtime(os.path.join(out, 'synth_s1', 'fid.json')) == fid_time
   with open(os.path.join(out, 'report.json')) as f:
     assert json.load(f)['tables']['synthesis'][0]['per_seed'] == per_seed
+
+
+@pytest.mark.slow
+@pytest.mark.long
+def test_sigkill_mid_stage_then_rerun_finishes_the_stage(tmp_path):
+  """SIGKILL of reproduce.py and its children once the stage's training has checkpointed (while
+  it scores): the rerun takes over the dead run's lock, resumes the stage and finishes it."""
+  import glob  # pylint: disable=g-import-not-at-top
+  import signal  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  out = str(tmp_path)
+  args = ('--scale=tiny', '--seeds=0', '--parts=synth', f'--out={out}')
+  proc = subprocess.Popen([sys.executable, SCRIPT, *args], cwd=REPO, start_new_session=True,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'))
+  deadline = time.time() + 600
+  while not glob.glob(os.path.join(out, 'synth_s0', '**', 'ckpt-2.index'), recursive=True):
+    assert proc.poll() is None and time.time() < deadline, 'the stage never checkpointed'
+    time.sleep(0.2)
+  os.killpg(proc.pid, signal.SIGKILL)
+  proc.wait()
+  assert not os.path.exists(os.path.join(out, 'synth_s0', 'done.json'))  # killed mid-stage
+
+  rerun = reproduce(*args)
+  assert rerun.returncode == 0, rerun.stderr[-3000:]
+  assert '[1/1] synth_s0: running' in rerun.stdout
+  with open(os.path.join(out, 'synth_s0', 'done.json')) as f:
+    assert np.isfinite(json.load(f)['result']['hat_ebm'])
+  with open(os.path.join(out, 'report.json')) as f:
+    assert len(json.load(f)['tables']['synthesis'][0]['per_seed']) == 1
