@@ -124,6 +124,12 @@ def score(args, workdir, seed_dir):
   return out
 
 
+def joint_fid_keys(row):
+  """The keys of a row that hold compare_baselines' (mean, std) FIDs (synthesis keeps per-run
+  lists under fid_x and fid_g)."""
+  return [k for k in row if k.startswith('fid_') and k not in ('fid_x', 'fid_g', 'fid_test')]
+
+
 def mean(values):
   if isinstance(values, list) and values and isinstance(values[0], (int, float)):
     return sum(v for v in values if v is not None) / len([v for v in values if v is not None])
@@ -138,7 +144,11 @@ def table(rows):
   for r in rows:
     cells = []
     for k in keys:
-      v = mean(r.get(k, ''))
+      v = r.get(k, '')
+      if k in joint_fid_keys(r):  # compare_baselines' [mean, std], not per-run values
+        cells.append(f'{v[0]:.4g} ± {v[1]:.2g}' if v[1] is not None else f'{v[0]:.4g}')
+        continue
+      v = mean(v)
       cells.append(f'{v:.4g}' if isinstance(v, float) else str(v))
     lines.append(f'| {r["seed"]} | ' + ' | '.join(cells) + ' |')
   return '\n'.join(lines)
