@@ -106,9 +106,10 @@ def test_one_feature_classifier_per_dataset_outside_the_workdirs(tmp_path, monke
   cached = os.listdir(tmp_path / 'cache' / 'feature_classifier')
   assert cached == [features.cache_key(data_cfg)] and cached[0].startswith('digits_16px_c1_')
   assert features.classifier_features(data_cfg, verbose=False).name == net.name  # not retrained
-  other = data_cfg.copy_and_resolve_references()
-  other.image_size = 32
-  assert features.cache_key(other) != cached[0]  # other data, another classifier
+  for field, value in (('image_size', 32), ('train_split', 'test'), ('data_dir', '/elsewhere')):
+    other = data_cfg.copy_and_resolve_references()
+    other[field] = value
+    assert features.cache_key(other) != cached[0], field  # other data, another classifier
 
 
 def test_score_table_is_one_markdown_format():
