@@ -3,7 +3,7 @@ r"""The paper in one command: every table and figure as resumable stages, and a 
   python experiments/reproduce.py                        # digits, 3 seeds, on a CPU (~1 h idle)
   python experiments/reproduce.py --dry_run              # every stage's commands, nothing run
   python experiments/reproduce.py --scale=paper --tpu=my-tpu --data_dir=gs://bucket/tfds \
-      --inception_path=/data/inception --out=gs://...    # the paper configs (TPU or GPUs)
+      --inception_path=/data/inception --out=/data/reproduce   # the paper configs (TPU or GPUs)
 
 Stages (each in <out>/<stage>/, run through the experiment scripts in subprocesses, so each is
 exactly what a user runs): synthesis per seed (Table 1); SN-GAN, then refinement with its SN-GAN,
@@ -514,6 +514,10 @@ def parse_args(argv):
   if unknown or not args.parts:
     parser.error(f'--parts: unknown {", ".join(unknown) or "(none given)"}; known: '
                  f'{", ".join(PARTS)}')
+  if args.out and '://' in args.out:
+    # Locks, logs and done markers are local files, and subprocess logs need a real file handle.
+    parser.error(f'--out must be a local directory (it holds the stages\' logs, locks and done '
+                 f'markers), not {args.out}')
   args.out = os.path.abspath(args.out or os.path.join('reproduce', args.scale))
   return args
 

@@ -12,9 +12,9 @@ from conftest import REPO
 SCRIPT = os.path.join(REPO, 'experiments', 'reproduce.py')
 
 
-def reproduce(*args, timeout=1200):
+def reproduce(*args, timeout=1200, cwd=REPO):
   return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True,
-                        cwd=REPO, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
+                        cwd=cwd, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
                         timeout=timeout)
 
 
@@ -46,6 +46,15 @@ def test_bad_parts_is_one_line_error(tmp_path):
   assert result.returncode == 2
   assert result.stderr.strip().splitlines()[-1].endswith(
       'unknown bogus; known: synth, refine, retrofit, ood, ablations, figures')
+
+
+def test_remote_out_is_one_line_error(tmp_path):
+  result = reproduce('--scale=paper', '--out=gs://bucket/repro', cwd=tmp_path)
+  assert result.returncode == 2
+  assert result.stderr.strip().splitlines()[-1].endswith(
+      '--out must be a local directory (it holds the stages\' logs, locks and done markers), '
+      'not gs://bucket/repro')
+  assert not os.listdir(tmp_path)  # no local 'gs:' directory either
 
 
 @pytest.mark.slow
