@@ -83,6 +83,28 @@ def test_y_is_shown_on_a_symmetric_scale_chosen_per_figure_and_never_clipped():
     assert np.mean((shown == 0) | (shown == 1)) <= 1 / y.size
 
 
+def test_a_long_title_is_shortened_to_fit_the_figure(tmp_path):
+  rng = np.random.default_rng(0)
+  long = 'Langevin chains: step 300 of /work/some/deep/reproduction/of/the/paper/digits/refine_s0'
+  path = dict(images=rng.uniform(-1, 1, [2, 2, 8, 8, 1]), residuals=0.01 * rng.normal(
+      size=[2, 2, 8, 8, 1]), generator_images=rng.uniform(-1, 1, [2, 8, 8, 1]),
+              steps=np.array([0, 5]))
+  for name, draw in (
+      ('grid', lambda out: figures.grid_figure([('X', path['images'][0], 'image')], long, out)),
+      ('path', lambda out: figures.path_figure(path, long, out))):
+    out = str(tmp_path / f'{name}.png')
+    meta = draw(out)
+    assert meta['title'] == 'Langevin chains: step 300 of \u2026/refine_s0', name
+    band = read_png(out)[figures.MARGIN_PX:figures.MARGIN_PX + figures.TITLE_PX]
+    # Nothing drawn in the side margins of the title band: the title is not cut by the edges.
+    margin = figures.MARGIN_PX // 2
+    assert band[:, :margin].min() == 255 and band[:, -margin:].min() == 255, name
+  short = figures.grid_figure([('X', path['images'][0], 'image')], 'step 3 of a/b', None)
+  assert short['title'] == 'step 3 of a/b'  # a title that fits is left as it is
+  elided = figures.grid_figure([('X', path['images'][0], 'image')], 'x' * 300, None)
+  assert '\u2026' in elided['title'] and len(elided['title']) < 300
+
+
 def test_path_figure_shows_g_z_per_step_when_the_chain_moves_z():
   rng = np.random.default_rng(0)
   path = dict(images=rng.uniform(-1, 1, [3, 2, 8, 8, 3]), residuals=0.01 * rng.normal(

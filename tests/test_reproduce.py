@@ -129,3 +129,41 @@ def test_sigkill_mid_stage_then_rerun_finishes_the_stage(tmp_path):
     assert np.isfinite(json.load(f)['result']['hat_ebm'])
   with open(os.path.join(out, 'report.json')) as f:
     assert len(json.load(f)['tables']['synthesis'][0]['per_seed']) == 1
+
+
+def load_reproduce():
+  import importlib.util
+  spec = importlib.util.spec_from_file_location('reproduce_script', SCRIPT)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def test_report_checks_signs_per_seed_and_against_the_spread(tmp_path):
+  module = load_reproduce()
+  args = module.parse_args(['--seeds=0,1,2', f'--out={tmp_path}'])
+  fids = {  # stage prefix -> per-seed results
+      'synth': [dict(hat_ebm=10.0, generator=20.0)] * 3,
+      'sngan': [dict(generator=40.0)] * 3,
+      'refine': [dict(hat_ebm=h, generator=40.0, ddls=d) for h, d in
+                 ((14.0, 39.0), (12.0, 11.0), (16.0, 41.0))],
+      'retrofit': [dict(hat_ebm=15.0, generator=200.0)] * 3,
+      'current': [dict(hat_ebm=30.0)] * 3,
+      'noresidual': [dict(hat_ebm=h) for h in (13.0, 12.5, 15.0)],
+  }
+  records = {f'{prefix}_s{seed}': dict(result=r, commands=['cmd'], seconds=1.0)
+             for prefix, rows in fids.items() for seed, r in enumerate(rows)}
+  records.update({f'coop_s{seed}': dict(failed=True, exit_code=1, commands=['cmd'])
+                  for seed in (0, 1)})
+  records['coop_s2'] = dict(result=dict(hat_ebm=90.0), commands=['cmd'])
+  markdown, report = module.build_report(records, args)
+  verdicts = {c['check'].split(' (')[0]: c['verdict'] for c in report['checks']}
+  assert verdicts['Hat EBM beats its SN-GAN'] == 'yes (14.00 vs 40.00; on 3 of 3 seeds)'
+  # Means 14.00 vs 30.33, but seed 1 goes the other way.
+  assert verdicts['Hat EBM beats DDLS'] == 'yes (14.00 vs 30.33; on 2 of 3 seeds)'
+  assert verdicts['historical bank beats cooperative learning'] == (
+      'yes: the ablation failed for seeds [0, 1]')
+  assert verdicts['the residual helps refinement'] == (
+      'NO (14.00 vs 13.50; on 1 of 3 seeds; the gap is within one std over seeds)')
+  assert '| Hat EBM X = G(Z_K) + Y_K | 14.00 ± 1.63 | refine_s* |' in markdown
+  assert report['tables']['refinement'][2]['per_seed'] == [14.0, 12.0, 16.0]

@@ -73,6 +73,39 @@ def _new_figure(width_px, height_px):
   return fig
 
 
+def _shorten_paths(text):
+  """Path-like words of `text` cut to their last component: 'step 3 of /a/b/run' -> '.../run'."""
+  words = []
+  for word in text.split(' '):
+    stripped = word.rstrip(',;:')
+    parts = [p for p in stripped.split('/') if p]
+    words.append('\u2026/' + parts[-1] + word[len(stripped):]
+                 if '/' in stripped and len(parts) > 1 else word)
+  return ' '.join(words)
+
+
+def _title(fig, text, y, width_px, fontsize=12, weight='bold'):
+  """A one-line title centred at height fraction y that fits the figure: long paths are cut to
+  their last component, then the font shrinks to 8 pt, then the middle is elided."""
+  artist = fig.text(0.5, y, text, ha='center', va='center', fontsize=fontsize, weight=weight)
+  renderer = fig.canvas.get_renderer()
+  room = width_px - 2 * MARGIN_PX
+
+  def fits():
+    return artist.get_window_extent(renderer).width <= room
+
+  if not fits():
+    artist.set_text(_shorten_paths(text))
+  while not fits() and artist.get_fontsize() > 8:
+    artist.set_fontsize(artist.get_fontsize() - 1)
+  shown = artist.get_text()
+  while not fits() and len(shown) > 8:
+    half = (len(shown) - 2) // 2
+    shown = shown[:half] + '\u2026' + shown[-half:]
+    artist.set_text(shown)
+  return artist
+
+
 def _save(fig, path):
   """Draws `fig` once, writes it as PNG to `path` (any tf.io.gfile path; None: not written) and
   returns its metadata."""
@@ -119,8 +152,7 @@ def grid_figure(panels, title, path=None, columns=None):
   # The label of a residual panel is wider than a small grid: widen the figure to fit it.
   width = max(width, 9 * max(len(label) for label, _ in shown) + 2 * MARGIN_PX, 360)
   fig = _new_figure(width, height)
-  fig.text(0.5, 1 - (MARGIN_PX + TITLE_PX / 2) / height, title, ha='center', va='center',
-           fontsize=12, weight='bold')
+  _title(fig, title, 1 - (MARGIN_PX + TITLE_PX / 2) / height, width)
   left = (width - sum(widths) - GAP_PX * (len(shown) - 1)) / 2
   for (label, image), w, h in zip(shown, widths, heights):
     # Pixels placed as they are (no resampling): the tiles stay sharp and drawing stays fast.
@@ -161,8 +193,7 @@ def path_figure(path, title, out=None, energies=None, num_chains=4):
   width = max(label_w + columns * cell + 2 * MARGIN_PX, 420)
   height = TITLE_PX + 2 * LABEL_PX + len(rows) * cell + curve_px + 2 * MARGIN_PX + 20
   fig = _new_figure(width, height)
-  fig.text(0.5, 1 - (MARGIN_PX + TITLE_PX / 2) / height, title, ha='center', va='center',
-           fontsize=12, weight='bold')
+  _title(fig, title, 1 - (MARGIN_PX + TITLE_PX / 2) / height, width)
   fig.text(0.5, 1 - (MARGIN_PX + TITLE_PX + LABEL_PX / 2) / height,
            f'X = G(Z) + Y; Y shown on \u00b1{y_scale:.3g} (grey = 0); columns: chain steps',
            ha='center', va='center', fontsize=9)
@@ -224,8 +255,7 @@ def training_curves(series, title, path=None):
   columns = 2
   rows = max(1, math.ceil(len(panels) / columns))
   fig = _new_figure(1100, 60 + 260 * rows)
-  fig.text(0.5, 1 - 22 / (60 + 260 * rows), title, ha='center', va='center', fontsize=12,
-           weight='bold')
+  _title(fig, title, 1 - 22 / (60 + 260 * rows), 1100)
   for i, (name, curves, log) in enumerate(panels):
     ax = fig.add_subplot(rows, columns, i + 1)
     for key, legend in curves:
@@ -269,7 +299,7 @@ def energy_histograms(energies, title, path=None, reference=None, notes=None):
   # Below the axes: a legend inside would hide the histograms.
   ax.legend(fontsize=8, loc='upper center', ncol=2, bbox_to_anchor=(0.5, -0.13), frameon=False)
   ax.tick_params(labelsize=8)
-  fig.text(0.5, 1 - 25 / height, title, ha='center', va='center', fontsize=12, weight='bold')
+  _title(fig, title, 1 - 25 / height, 820)
   return _save(fig, path)
 
 
