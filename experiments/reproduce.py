@@ -30,6 +30,8 @@ import subprocess
 import sys
 import time
 
+# The report imports TensorFlow (its text summary); its C++ start-up lines are not for people.
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPERIMENTS = os.path.join(ROOT, 'experiments')
 CONFIGS = os.path.join(EXPERIMENTS, 'configs')

@@ -1,6 +1,7 @@
 """experiments/reproduce.py: the paper's commands, and a whole tiny pipeline that resumes."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -12,9 +13,9 @@ from conftest import REPO
 SCRIPT = os.path.join(REPO, 'experiments', 'reproduce.py')
 
 
-def reproduce(*args, timeout=1200, cwd=REPO):
+def reproduce(*args, timeout=1200, cwd=REPO, env=None):
   return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True,
-                        cwd=cwd, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
+                        cwd=cwd, env=env or dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
                         timeout=timeout)
 
 
@@ -167,3 +168,21 @@ def test_report_checks_signs_per_seed_and_against_the_spread(tmp_path):
       'NO (14.00 vs 13.50; on 1 of 3 seeds; the gap is within one std over seeds)')
   assert '| Hat EBM X = G(Z_K) + Y_K | 14.00 ± 1.63 | refine_s* |' in markdown
   assert report['tables']['refinement'][2]['per_seed'] == [14.0, 12.0, 16.0]
+
+
+def test_finished_pipeline_only_rewrites_the_report_quietly(tmp_path):
+  out = tmp_path / 'out'
+  (out / 'synth_s0').mkdir(parents=True)
+  done = dict(stage='synth_s0', commands=['train', 'fid'], seconds=60.0,
+              result=dict(hat_ebm=11.0, generator=25.0, data=3.0))
+  (out / 'synth_s0' / 'done.json').write_text(json.dumps(done))
+  env = {k: v for k, v in os.environ.items() if k != 'TF_CPP_MIN_LOG_LEVEL'}
+  result = reproduce('--scale=tiny', '--seeds=0', '--parts=synth', f'--out={out}', env=env,
+                     timeout=120)
+  assert result.returncode == 0, result.stderr
+  assert '[1/1] synth_s0: done (skipped)' in result.stdout
+  assert '| Hat EBM X = G(Z) + Y | 11.00 ± 0.00 | synth_s* |' in result.stdout
+  # Not one line of TensorFlow's C++ start-up (its E lines about CUDA factories, I, W lines).
+  assert not re.search(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] ', result.stderr, re.M)
+  assert sorted(os.listdir(out)) == ['figures', 'report.json', 'report.md', 'synth_s0',
+                                     'tensorboard']
