@@ -95,7 +95,9 @@ def test_a_long_title_is_shortened_to_fit_the_figure(tmp_path):
     out = str(tmp_path / f'{name}.png')
     meta = draw(out)
     assert meta['title'] == 'Langevin chains: step 300 of \u2026/refine_s0', name
-    band = read_png(out)[figures.MARGIN_PX:figures.MARGIN_PX + figures.TITLE_PX]
+    # The title's band, and the path figure's subtitle (what Y is shown on) below it.
+    band = read_png(out)[figures.MARGIN_PX:figures.MARGIN_PX + figures.TITLE_PX
+                         + (figures.LABEL_PX if name == 'path' else 0)]
     # Nothing drawn in the side margins of the title band: the title is not cut by the edges.
     margin = figures.MARGIN_PX // 2
     assert band[:, :margin].min() == 255 and band[:, -margin:].min() == 255, name

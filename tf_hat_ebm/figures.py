@@ -190,13 +190,12 @@ def path_figure(path, title, out=None, energies=None, num_chains=4):
   cell, label_w = h + 6, 70
   columns = len(steps) + (0 if moving else 1)
   curve_px = 190 if energies is not None else 0
-  width = max(label_w + columns * cell + 2 * MARGIN_PX, 420)
+  width = max(label_w + columns * cell + 2 * MARGIN_PX, 460)
   height = TITLE_PX + 2 * LABEL_PX + len(rows) * cell + curve_px + 2 * MARGIN_PX + 20
   fig = _new_figure(width, height)
   _title(fig, title, 1 - (MARGIN_PX + TITLE_PX / 2) / height, width)
-  fig.text(0.5, 1 - (MARGIN_PX + TITLE_PX + LABEL_PX / 2) / height,
-           f'X = G(Z) + Y; Y shown on \u00b1{y_scale:.3g} (grey = 0); columns: chain steps',
-           ha='center', va='center', fontsize=9)
+  _title(fig, f'X = G(Z) + Y; Y shown on \u00b1{y_scale:.3g} (grey = 0); columns: chain steps',
+         1 - (MARGIN_PX + TITLE_PX + LABEL_PX / 2) / height, width, fontsize=9, weight='normal')
   top = height - MARGIN_PX - TITLE_PX - LABEL_PX
   x0 = MARGIN_PX + label_w + (width - 2 * MARGIN_PX - label_w - columns * cell) / 2
   offset = 0 if moving else 1
