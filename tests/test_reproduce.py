@@ -186,3 +186,10 @@ def test_finished_pipeline_only_rewrites_the_report_quietly(tmp_path):
   assert not re.search(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] ', result.stderr, re.M)
   assert sorted(os.listdir(out)) == ['figures', 'report.json', 'report.md', 'synth_s0',
                                      'tensorboard']
+  # The same markdown in TensorBoard's text tab.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  texts = [tf.make_ndarray(v.tensor).item().decode()
+           for path in (out / 'tensorboard').iterdir()
+           for record in tf.data.TFRecordDataset(str(path)).as_numpy_iterator()
+           for v in tf.compat.v1.Event.FromString(record).summary.value if v.tag == 'report']
+  assert texts == [(out / 'report.md').read_text()]
