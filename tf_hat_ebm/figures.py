@@ -227,6 +227,12 @@ def path_figure(path, title, out=None, energies=None, num_chains=4):
   return meta
 
 
+# The panels of sample grids, one table for the training grids and the sample files: (file name,
+# key in a task's grids, key in an exported module's output, label, kind, heading).
+SAMPLE_PANELS = (('samples', 'x', 'images', 'X = G(Z) + Y', 'image', 'Hat EBM samples'),
+                 ('generator', 'g_z', 'generator_images', 'G(Z)', 'image', 'the generator alone'),
+                 ('residual', 'y', 'residuals', 'Y', 'residual', 'the residual the chain adds'))
+
 # Panels of the training curves: (title, [(metric, legend)], log scale).
 CURVE_PANELS = (
     ('energy difference mean H(X+) - mean H(X-) (= EBM loss x T)',

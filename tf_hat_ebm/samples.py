@@ -15,11 +15,8 @@ from tf_hat_ebm import figures
 
 GRID_SIZE = 100  # images per PNG grid
 ARRAYS = ('images', 'generator_images', 'residuals')
-# The PNG grids: (file name prefix, array, panel label, kind); files <name>_grid_NNN.png, a name
-# no training grid (samples/samples_<step>.png) can have.
-PANELS = (('samples', 'images', 'X = G(Z) + Y', 'image'),
-          ('generator', 'generator_images', 'G(Z)', 'image'),
-          ('residual', 'residuals', 'Y', 'residual'))
+# The PNG grids are figures.SAMPLE_PANELS, in files <name>_grid_NNN.png: a name no training grid
+# (samples/samples_<step>.png) can have.
 
 
 def path_figure(model, path, title, out=None, num_chains=4):
@@ -136,7 +133,7 @@ def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_c
 
 def _write_grids(arrays, output_dir, i, what):
   written = []
-  for name, key, label, kind in PANELS:
+  for name, _, key, label, kind, _ in figures.SAMPLE_PANELS:
     images = arrays[key][i * GRID_SIZE:(i + 1) * GRID_SIZE]
     path = os.path.join(output_dir, f'{name}_grid_{i:03d}.png')
     figures.grid_figure([(label, images, kind)], f'{label}: {what}', path)

@@ -178,7 +178,7 @@ class RunReport:
     written = {}
     what = f'{self.name}, step {step}'
     labels = registry.for_config(self.config).grid_labels
-    for name, key, label, kind, heading in GRID_PANELS:
+    for name, key, _, label, kind, heading in figures.SAMPLE_PANELS:
       if key not in grids:
         continue
       label = labels.get(key, label)
@@ -225,12 +225,6 @@ class RunReport:
     self.written[path] = figures.training_curves(
         series, f'training curves: {self.name}, step {step}', path)
     return self.written[path]
-
-
-# Grid files: (file name prefix, grid_samples key, panel label, kind, title).
-GRID_PANELS = (('samples', 'x', 'X = G(Z) + Y', 'image', 'Hat EBM samples'),
-               ('generator', 'g_z', 'G(Z)', 'image', 'the generator alone'),
-               ('residual', 'y', 'Y', 'residual', 'the residual the chain adds'))
 
 
 def log_evaluation(workdir, step, values, descriptions, figure=None, histograms=None):
