@@ -262,7 +262,8 @@ def run_all(stages, args):
     path = stage.done_path(args.out)
     if os.path.exists(path):
       records[stage.name] = read_json(path)
-      print(f'[{i + 1}/{len(stages)}] {stage.name}: done (skipped)', flush=True)
+      print(f'[{i + 1}/{len(stages)}] {stage.name}: done (skipped)'
+            f'{result_line(records[stage.name].get("result"))}', flush=True)
       continue
     remaining = sum(estimate(s) for s in stages[i:] if not os.path.exists(s.done_path(args.out)))
     ratio = measured / estimated if estimated else 1.0
@@ -289,8 +290,17 @@ def run_all(stages, args):
     os.replace(path + '.tmp', path)  # a done marker is whole or absent
     records[stage.name] = record
     print(f'[{i + 1}/{len(stages)}] {stage.name}: '
-          f'{"FAILED (recorded)" if code else "done"} in {hms(seconds)}', flush=True)
+          f'{"FAILED (recorded)" if code else "done"} in {hms(seconds)}'
+          f'{result_line(record.get("result"))}', flush=True)
   return records
+
+
+def result_line(result):
+  """'; hat_ebm 11.29, generator 26.24' of a stage's numbers (not the per-run lists or the data's
+  own FID), or '' when it has none."""
+  numbers = [f'{k} {v:.2f}' for k, v in (result or {}).items()
+             if isinstance(v, (int, float)) and k != 'data']
+  return f'; {", ".join(numbers)}' if numbers else ''
 
 
 class StageError(RuntimeError):

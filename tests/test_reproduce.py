@@ -168,6 +168,10 @@ def test_report_checks_signs_per_seed_and_against_the_spread(tmp_path):
       'NO (14.00 vs 13.50; on 1 of 3 seeds; the gap is within one std over seeds)')
   assert '| Hat EBM X = G(Z_K) + Y_K | 14.00 ± 1.63 | refine_s* |' in markdown
   assert report['tables']['refinement'][2]['per_seed'] == [14.0, 12.0, 16.0]
+  # The progress line of a finished stage carries its numbers.
+  assert module.result_line(dict(hat_ebm=13.213, hat_ebm_runs=[13.213], generator=23.0,
+                                 data=2.96)) == '; hat_ebm 13.21, generator 23.00'
+  assert module.result_line({}) == module.result_line(None) == ''
 
 
 def test_finished_pipeline_only_rewrites_the_report_quietly(tmp_path):
@@ -180,7 +184,7 @@ def test_finished_pipeline_only_rewrites_the_report_quietly(tmp_path):
   result = reproduce('--scale=tiny', '--seeds=0', '--parts=synth', f'--out={out}', env=env,
                      timeout=120)
   assert result.returncode == 0, result.stderr
-  assert '[1/1] synth_s0: done (skipped)' in result.stdout
+  assert '[1/1] synth_s0: done (skipped); hat_ebm 11.00, generator 25.00\n' in result.stdout
   assert '| Hat EBM X = G(Z) + Y | 11.00 ± 0.00 | synth_s* |' in result.stdout
   # Not one line of TensorFlow's C++ start-up (its E lines about CUDA factories, I, W lines).
   assert not re.search(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] ', result.stderr, re.M)
