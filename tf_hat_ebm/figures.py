@@ -84,12 +84,12 @@ def _shorten_paths(text):
   return ' '.join(words)
 
 
-def _title(fig, text, y, width_px, fontsize=12, weight='bold'):
+def _title(fig, text, y, fontsize=12, weight='bold'):
   """A one-line title centred at height fraction y that fits the figure: long paths are cut to
   their last component, then the font shrinks to 8 pt, then the middle is elided."""
   artist = fig.text(0.5, y, text, ha='center', va='center', fontsize=fontsize, weight=weight)
   renderer = fig.canvas.get_renderer()
-  room = width_px - 2 * MARGIN_PX
+  room = fig.canvas.get_width_height()[0] - 2 * MARGIN_PX
 
   def fits():
     return artist.get_window_extent(renderer).width <= room
@@ -152,7 +152,7 @@ def grid_figure(panels, title, path=None, columns=None):
   # The label of a residual panel is wider than a small grid: widen the figure to fit it.
   width = max(width, 9 * max(len(label) for label, _ in shown) + 2 * MARGIN_PX, 360)
   fig = _new_figure(width, height)
-  _title(fig, title, 1 - (MARGIN_PX + TITLE_PX / 2) / height, width)
+  _title(fig, title, 1 - (MARGIN_PX + TITLE_PX / 2) / height)
   left = (width - sum(widths) - GAP_PX * (len(shown) - 1)) / 2
   for (label, image), w, h in zip(shown, widths, heights):
     # Pixels placed as they are (no resampling): the tiles stay sharp and drawing stays fast.
@@ -193,9 +193,9 @@ def path_figure(path, title, out=None, energies=None, num_chains=4):
   width = max(label_w + columns * cell + 2 * MARGIN_PX, 460)
   height = TITLE_PX + 2 * LABEL_PX + len(rows) * cell + curve_px + 2 * MARGIN_PX + 20
   fig = _new_figure(width, height)
-  _title(fig, title, 1 - (MARGIN_PX + TITLE_PX / 2) / height, width)
+  _title(fig, title, 1 - (MARGIN_PX + TITLE_PX / 2) / height)
   _title(fig, f'X = G(Z) + Y; Y shown on \u00b1{y_scale:.3g} (grey = 0); columns: chain steps',
-         1 - (MARGIN_PX + TITLE_PX + LABEL_PX / 2) / height, width, fontsize=9, weight='normal')
+         1 - (MARGIN_PX + TITLE_PX + LABEL_PX / 2) / height, fontsize=9, weight='normal')
   top = height - MARGIN_PX - TITLE_PX - LABEL_PX
   x0 = MARGIN_PX + label_w + (width - 2 * MARGIN_PX - label_w - columns * cell) / 2
   offset = 0 if moving else 1
@@ -260,7 +260,7 @@ def training_curves(series, title, path=None):
   columns = 2
   rows = max(1, math.ceil(len(panels) / columns))
   fig = _new_figure(1100, 60 + 260 * rows)
-  _title(fig, title, 1 - 22 / (60 + 260 * rows), 1100)
+  _title(fig, title, 1 - 22 / (60 + 260 * rows))
   for i, (name, curves, log) in enumerate(panels):
     ax = fig.add_subplot(rows, columns, i + 1)
     for key, legend in curves:
@@ -304,7 +304,7 @@ def energy_histograms(energies, title, path=None, reference=None, notes=None):
   # Below the axes: a legend inside would hide the histograms.
   ax.legend(fontsize=8, loc='upper center', ncol=2, bbox_to_anchor=(0.5, -0.13), frameon=False)
   ax.tick_params(labelsize=8)
-  _title(fig, title, 1 - 25 / height, 820)
+  _title(fig, title, 1 - 25 / height)
   return _save(fig, path)
 
 
