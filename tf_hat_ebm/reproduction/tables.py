@@ -321,33 +321,38 @@ def calibration_section(cal, models=None):
   """The metric's floor and memorisation bound at the report's N, the class coverage and the
   nearest-training-image distance of each model's samples, and what they mean.
 
-  cal: calibration.calibrate(...); models: {label: calibration.coverage(...)}."""
-  n, floor, bound = cal['num'], cal['floor'], cal['memorisation']
-  lines = ['## How far can this FID go? (its calibration at N = {:,})'.format(n), '',
-           markdown(['reference: the train split', f'FID of {n:,} images', 'runs'], [
-               [f'{n:,} held-out test digits' + (' (drawn with replacement)'
-                                                  if cal['replacement'] else ''),
-                number(floor['mean'], floor['std']), floor['runs']],
-               [f'{n:,} training digits (a generator that memorised)',
-                number(bound['mean'], bound['std']), bound['runs']]]), '']
+  cal: evaluation.calibration.calibrate(...); models: {label: calibration.coverage(...)}."""
+  n, floor, bound, dropped = cal['num'], cal['floor'], cal['memorisation'], cal['dropped_class']
+  with_replacement = ' (drawn with replacement)' if cal['replacement'] else ''
+  rows = [[f'{n:,} held-out test digits{with_replacement}: the floor',
+           number(floor['mean'], floor['std']), floor['runs']],
+          [f'{n:,} training digits: a generator that copied its data',
+           number(bound['mean'], bound['std']), bound['runs']],
+          [f'{n:,} test digits without class {dropped["label"]}: a missing mode',
+           number(dropped['mean'], dropped['std']), dropped['runs']]]
+  lines = [f'## How far this FID can go: its calibration at N = {n:,}', '']
+  lines += markdown(['images scored against the train split', 'FID ± sd over draws', 'draws'],
+                    rows) + ['']
   test = cal['test']
-  rows = [['test digits (reference)', f'{100 * test["rarest_share"]:.1f}% (class '
-           f'{test["rarest_class"]})', ' '.join(map(str, test['counts'])),
-           number(test['nn_mean'], None, 3), '5.0%']]
-  for label, c in (models or {}).items():
-    rows.append([label, f'{100 * c["rarest_share"]:.1f}% (class {c["rarest_class"]})',
-                 ' '.join(map(str, c['counts'])), number(c['nn_mean'], None, 3),
-                 f'{100 * c["share_closer_than_test_p5"]:.1f}%'])
-  lines += markdown(['samples', 'rarest class share', 'class histogram (0-9)',
+
+  def coverage_row(label, c, closer):
+    return [label, f'{100 * c["rarest_share"]:.1f}% (class {c["rarest_class"]})',
+            ' '.join(map(str, c['counts'])), number(c['nn_mean'], None, 3), closer]
+
+  rows = [coverage_row('test digits (the reference)', test, '5.0% (by definition)')]
+  rows += [coverage_row(label, c, f'{100 * c["share_closer_than_test_p5"]:.1f}%')
+           for label, c in (models or {}).items()]
+  lines += markdown(['samples', 'rarest class (share)', 'class histogram',
                      'mean distance to the nearest training image',
-                     'closer than 95% of test digits'], rows) + ['']
+                     "closer to a training image than 95% of the test digits"], rows) + ['']
   lines.append(
-      f'What a gap means: {n:,} held-out digits score {floor["mean"]:.2f} against the training '
-      f'statistics and {n:,} training digits {bound["mean"]:.2f}, so at this N most of the floor is '
-      'small-sample bias, and a generator that copied its training digits would score below the '
-      'floor. A model within ~2 of the floor is as close to the data as this metric can tell '
-      '(a dropped digit class costs ~2 at most); read it with the class histogram (a rarest '
-      'class far below 10% is a missing mode) and the nearest-training-image distance (distances '
-      'well below the test digits\' own, or many samples closer than 95% of the test digits, are '
-      'copies). Gaps larger than ~2 between models are what the FID resolves.')
+      f'What a gap means. Against the training statistics, {n:,} held-out digits score '
+      f'{floor["mean"]:.2f} and {n:,} training digits {bound["mean"]:.2f}: most of the floor is '
+      'the bias of a small sample, and a generator that copied its training digits would score '
+      f'below it. Held-out digits missing a whole class score {dropped["mean"]:.2f}, so a model '
+      f'within ~2 of the floor ({floor["mean"]:.2f}) is as close to the data as this FID can '
+      'tell, and a gap below ~2 between two models is not a difference in sample quality by '
+      'this metric alone: read it with the class histogram (a rarest class far below the test '
+      "digits' share is a missing mode) and the distance to the nearest training image (many "
+      'samples closer than 95% of the test digits are copies).')
   return lines + ['']
