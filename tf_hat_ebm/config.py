@@ -72,6 +72,9 @@ def _common(kind):
   # as the authors' release) or 'random_resized' (a random crop of crop_area_range, resized).
   data.crop = 'release'
   data.crop_area_range = (0.5, 1.0)
+  # digits only: the labels the run trains and tests on (() = all), e.g. (0, 1, 2, 3, 4) for a
+  # model whose OOD set `other_digits` holds the other labels (a semantic near-OOD split).
+  data.classes = ()
 
   config.model = model = ml_collections.ConfigDict()
   # 'glorot': Keras' default initialisation, as the authors' release; 'mimicry': gain sqrt(2) on the

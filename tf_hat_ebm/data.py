@@ -41,6 +41,14 @@ def digits_arrays(split):
   return images[idx][..., None], digits.target[idx]
 
 
+def select_classes(images, labels, classes):
+  """(images, labels) of the examples whose label is in `classes` (empty or None: all)."""
+  if classes is None or len(classes) == 0:
+    return images, labels
+  keep = np.isin(labels, list(classes))
+  return images[keep], labels[keep]
+
+
 def _resize(image, size, method):
   return tf.image.resize(image, [size, size], method=method)
 
@@ -185,7 +193,7 @@ def images_dataset(cfg, split, input_context=None, training=True):
   """Unbatched float32 images in [-1, 1] of shape [image_size, image_size, channels]."""
   check_dataset(cfg.name)
   if cfg.name == 'digits':
-    images, _ = digits_arrays(split)
+    images, _ = select_classes(*digits_arrays(split), cfg.get('classes'))
     ds = tf.data.Dataset.from_tensor_slices(images)
     if input_context is not None and input_context.num_input_pipelines > 1:
       ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)

@@ -189,6 +189,9 @@ def check_data_and_model(config, source=None):
   _check_choice('data.channels', data.channels, (1, 3), source)
   if data.name == 'digits' and data.channels != 1:
     raise ConfigError('digits has 1 channel; set --config.data.channels=1')
+  if data.get('classes') and (data.name != 'digits' or not set(data.classes) <= set(range(10))):
+    _fail('data.classes', 'digit labels 0-9 of the digits dataset (() = all)', data.classes,
+          source)
   if 'shuffle_buffer' in data:
     check_number('data.shuffle_buffer', data.shuffle_buffer, 0, integer=True, source=source)
   if 'crop_area_range' in data:

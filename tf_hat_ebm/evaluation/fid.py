@@ -93,8 +93,9 @@ def activations(batches, feature_net, total=None, label=None, verbose=True):
 
 
 def stats_path(cache_dir, data_cfg, split, feature_net):
+  classes = ''.join(f'{c}' for c in data_cfg.get('classes') or ())
   name = (f'{data_cfg.name}_{split}_{data_cfg.image_size}px_c{data_cfg.channels}_'
-          f'{feature_net.name}.npz')
+          f'{f"classes{classes}_" if classes else ""}{feature_net.name}.npz')
   return os.path.join(cache_dir, 'fid_stats', name)
 
 

@@ -9,6 +9,8 @@ offline for the embedded digits:
                     (nearest-neighbour 2x2 blocks for bilinear data, bilinear for nearest)
   uniform_noise     pixels U(-1, 1)
   gaussian_noise    pixels N(0, 0.5^2), clipped to [-1, 1]
+  other_digits      the test digits of the labels the model did not train on (data.classes set):
+                    a semantic near-OOD set
   natural_patches   random square crops (32 to 160 px) of scikit-learn's two bundled photos
                     (china.jpg, flower.jpg), greyscale, resized (antialiased) to size
 """
@@ -24,11 +26,12 @@ from tf_hat_ebm import data as data_lib
 TFDS_OOD_SETS = ('svhn_cropped', 'cifar100', 'celeb_a')
 OFFLINE_OOD_SETS = ('inverted_digits', 'resampled_digits', 'uniform_noise', 'gaussian_noise',
                     'natural_patches')
+NEAR_OOD_SETS = ('other_digits',)  # only for a model of some of the digits (data.classes)
 
 
 def default_sets(data_cfg):
   if data_cfg.name == 'digits':
-    return list(OFFLINE_OOD_SETS)
+    return list(OFFLINE_OOD_SETS) + (list(NEAR_OOD_SETS) if data_cfg.get('classes') else [])
   return [name for name in TFDS_OOD_SETS if name != data_cfg.name]
 
 
@@ -65,15 +68,23 @@ def _natural_patches(num, size, channels, rng):
 
 
 def offline_set(name, data_cfg, num, seed=0):
-  """One of OFFLINE_OOD_SETS as float32 [num, size, size, channels] in [-1, 1]."""
+  """One of OFFLINE_OOD_SETS or NEAR_OOD_SETS as float32 [num, size, size, channels] in [-1, 1]."""
   rng = np.random.RandomState(seed)
   size, channels = data_cfg.image_size, data_cfg.channels
   shape = [num, size, size, channels]
-  if name in ('inverted_digits', 'resampled_digits'):
+  if name in ('inverted_digits', 'resampled_digits', 'other_digits'):
     if data_cfg.name != 'digits':
       raise ValueError(f'OOD set {name} is built from the digits; the model is on {data_cfg.name}')
-    digits, _ = data_lib.digits_arrays(data_cfg.test_split)
-    digits = digits[:num]
+    digits, labels = data_lib.digits_arrays(data_cfg.test_split)
+    classes = data_cfg.get('classes') or ()
+    if name == 'other_digits':
+      if not classes:
+        raise ValueError('OOD set other_digits needs a model of some of the digits '
+                         '(data.classes), e.g. --config.data.classes=0,1,2,3,4')
+      others = [c for c in range(10) if c not in classes]
+      digits, _ = data_lib.select_classes(digits, labels, others)
+      return tf.image.resize(digits[:num], [size, size], method=data_cfg.resize_method).numpy()
+    digits = data_lib.select_classes(digits, labels, classes)[0][:num]
     if name == 'inverted_digits':
       method = data_cfg.resize_method
       return -tf.image.resize(digits, [size, size], method=method).numpy()
@@ -85,7 +96,7 @@ def offline_set(name, data_cfg, num, seed=0):
     return np.clip(rng.normal(0, 0.5, shape), -1, 1).astype(np.float32)
   if name == 'natural_patches':
     return _natural_patches(num, size, channels, rng)
-  known = ', '.join(OFFLINE_OOD_SETS + TFDS_OOD_SETS)
+  known = ', '.join(OFFLINE_OOD_SETS + NEAR_OOD_SETS + TFDS_OOD_SETS)
   raise ValueError(f'unknown OOD set {name!r}; known: {known}')
 
 
@@ -123,7 +134,7 @@ def evaluate(energy_fn, data_cfg, set_names, num=10_000, batch_size=250, verbose
       print(f'energies of {name}', flush=True)
     # Offline sets match the test split's size, so both classes weigh the same in the AUROC.
     ood_e = energies(energy_fn, ood_batches(name, data_cfg, min(num, len(in_e)) if
-                                            name in OFFLINE_OOD_SETS else num, batch_size))
+                                            name not in TFDS_OOD_SETS else num, batch_size))
     result['sets'][name] = {'auroc': auroc(in_e, ood_e), 'num': len(ood_e),
                             'mean_energy': float(ood_e.mean())}
     if energies_out is not None:
