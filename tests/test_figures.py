@@ -156,3 +156,21 @@ def test_evaluate_ood_writes_a_histogram_png_and_logs_to_tensorboard(run):
       'eval/energy_uniform_noise', 'eval/energy_digits_test'}
   scalars = summaries.read_scalars(os.path.join(workdir, 'tensorboard'))
   assert 0 <= scalars['eval/ood_auroc_uniform_noise'][0][1] <= 1
+
+
+def test_montage_puts_drawn_figures_side_by_side_labelled(tmp_path):
+  rng = np.random.RandomState(0)
+  paths = []
+  for name in ('coop', 'current', 'historical'):
+    paths.append(str(tmp_path / f'{name}.png'))
+    figures.grid_figure([(name, rng.uniform(-1, 1, [4, 16, 16, 1]), 'image')], name, paths[-1])
+  sizes = [figures.decode({'png': open(p, 'rb').read()}).shape for p in paths]
+  meta = figures.montage([('cooperative learning', paths[0]), ('current samples', paths[1]),
+                          ('historical bank', paths[2])], 'after 500 updates',
+                         str(tmp_path / 'historical.png'))
+  assert meta['panels'] == ['cooperative learning', 'current samples', 'historical bank']
+  assert meta['title'] == 'after 500 updates'
+  assert meta['size'][0] >= sum(s[1] for s in sizes) and meta['size'][1] > sizes[0][0]
+  assert os.path.exists(tmp_path / 'historical.png')
+  with pytest.raises(FileNotFoundError, match="montage panel 'x': no figure at"):
+    figures.montage([('x', str(tmp_path / 'missing.png'))], 't')

@@ -308,6 +308,36 @@ def energy_histograms(energies, title, path=None, reference=None, notes=None):
   return _save(fig, path)
 
 
+def montage(panels, title, path=None):
+  """Figures already drawn, side by side under one title, each labelled: panels [(label, PNG
+  path or bytes)] (e.g. the training grids of each ablation arm at one step, or each baseline's
+  grid beside the Hat EBM's). Missing files are an error naming them. Returns `_save`'s metadata.
+  """
+  images = []
+  for label, source in panels:
+    if isinstance(source, str):
+      if not tf.io.gfile.exists(source):
+        raise FileNotFoundError(f'montage panel {label!r}: no figure at {source}')
+      with tf.io.gfile.GFile(source, 'rb') as f:
+        source = f.read()
+    images.append((label, tf.io.decode_png(source, channels=4).numpy()))
+  widths = [image.shape[1] for _, image in images]
+  heights = [image.shape[0] for _, image in images]
+  width = max(sum(widths) + GAP_PX * (len(images) - 1) + 2 * MARGIN_PX, 360)
+  height = max(heights) + TITLE_PX + LABEL_PX + 2 * MARGIN_PX
+  fig = _new_figure(width, height)
+  _title(fig, title, 1 - (MARGIN_PX + TITLE_PX / 2) / height)
+  left = (width - sum(widths) - GAP_PX * (len(images) - 1)) / 2
+  for (label, image), w, h in zip(images, widths, heights):
+    fig.figimage(image, xo=int(left), yo=MARGIN_PX + max(heights) - h, origin='upper')
+    fig.text((left + w / 2) / width, (MARGIN_PX + max(heights) + LABEL_PX / 2) / height, label,
+             ha='center', va='center', fontsize=10)
+    left += w + GAP_PX
+  meta = _save(fig, path)
+  meta['panels'] = [label for label, _ in images]
+  return meta
+
+
 def decode(meta):
   """The figure's PNG as a uint8 [H, W, 4] array (for tf.summary.image)."""
   return tf.io.decode_png(meta['png'], channels=4).numpy()
