@@ -94,7 +94,8 @@ def header(scale, seeds, precision, fid_samples=None, feature_net=None):
            'Student-t interval; its verdict comes from the interval.',
            f'Precision: {precision} (the paper and the authors\' release trained in float32).']
   if fid_samples or feature_net:
-    lines.append(f'FID: {fid_samples or "?"} samples per run, features: {feature_net or "?"}.')
+    count = f'{fid_samples:,}' if isinstance(fid_samples, int) else fid_samples or '?'
+    lines.append(f'FID: {count} samples per run, features: {feature_net or "?"}.')
   if scale == 'paper':
     lines.append("The paper column: the paper's Inception FID, mean ± std over 3 runs.")
   else:
@@ -295,6 +296,12 @@ def _same(a, b):
   return a == b
 
 
+def _setting(value):
+  if isinstance(value, bool) or not isinstance(value, (int, float)):
+    return f'{value}'
+  return f'{value:,}' if isinstance(value, int) else f'{value:g}'
+
+
 def settings_table(configs, scale):
   """Every appendix setting of each run's config beside the appendix's value.
 
@@ -307,7 +314,7 @@ def settings_table(configs, scale):
       same = _same(ours, published)
       note = '' if same else ('differs (digits scale)' if scale != 'paper' else 'DIFFERS')
       rows.append([name, f'{column}', paper.SETTING_NAMES[field], f'`{field}`',
-                   f'{published}', f'{ours}', note])
+                   _setting(published), _setting(ours), note])
       out.append(dict(config=name, appendix=column, field=field, paper=published, ours=ours,
                       same=same))
   lines = ['## Settings against the paper\'s appendix', '']
