@@ -35,6 +35,9 @@ def test_memorised_digits_score_below_the_held_out_floor(setup):
   assert cal['floor']['std'] is not None and cal['floor']['runs'] == 2
   assert sum(cal['test']['counts']) == 297 and cal['test']['rarest_share'] < 0.1
   assert cal['test']['nn_p5'] < cal['test']['nn_mean']
+  whole = calibration.calibrate(data_cfg, net, cache, num=297, runs=3)  # the whole test split
+  assert whole['floor']['runs'] == 1 and whole['floor']['std'] is None
+  assert not whole['replacement'] and whole['memorisation']['runs'] == 3
 
   train = calibration.split_images(data_cfg, 'train')
   copies = calibration.coverage(train[:200], net, data_cfg, cal)

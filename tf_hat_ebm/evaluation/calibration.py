@@ -18,6 +18,8 @@ def _draws(acts, num, runs, rng, keep=None):
   """`runs` index sets of `num` rows of acts (only rows where `keep`), with replacement when there
   are fewer rows than num."""
   rows = np.arange(len(acts)) if keep is None else np.flatnonzero(keep)
+  if num == len(rows):  # the whole set: one draw, no spread to estimate
+    return [rows], False
   replace = num > len(rows)
   return [rows[rng.choice(len(rows), num, replace=replace)] for _ in range(runs)], replace
 
