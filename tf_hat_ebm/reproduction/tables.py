@@ -195,19 +195,25 @@ def retrofit_table(records, scale, seeds):
 DIGITS_OOD_PAPER = {'other_digits': 'cifar100'}
 
 
-def ood_table(records, scale, seeds):
-  """Table 3: AUROC of the synthesis model's energy, test split vs each OOD set."""
-  sets = sorted({k for s in seeds for k in (records.get(f'ood_s{s}', {}).get('result') or {})})
+def ood_table(records, scale, seeds, models=(('ood', ''),)):
+  """Table 3: AUROC of a synthesis model's energy, test split vs each OOD set.
+
+  models: [(stage prefix, label)] of the OOD stages, e.g. (('ood', ''), ('nearood', 'model of
+  digits 0-4')); a label names its model in the rows."""
   rows, out = [], []
-  for name in sets:
-    m = Measured(records, 'ood', name, seeds)
-    ref = name if scale == 'paper' else DIGITS_OOD_PAPER.get(name)
-    published = paper.OOD.get(ref)
-    p = DASH
-    if published:
-      p = number(*published) + ('' if scale == 'paper' else f' ({ref}, CIFAR-10 model)')
-    rows.append([name, m.cells(3)[0], p, m.stages()])
-    out.append(m.json(name, published))
+  for prefix, model in models:
+    sets = sorted({k for s in seeds
+                   for k in (records.get(f'{prefix}_s{s}', {}).get('result') or {})})
+    for name in sets:
+      m = Measured(records, prefix, name, seeds)
+      ref = name if scale == 'paper' else DIGITS_OOD_PAPER.get(name)
+      published = paper.OOD.get(ref)
+      p = DASH
+      if published:
+        p = number(*published) + ('' if scale == 'paper' else f' ({ref}, CIFAR-10 model)')
+      label = f'{name} ({model})' if model else name
+      rows.append([label, m.cells(3)[0], p, m.stages()])
+      out.append(m.json(label, published))
   spread = f'± sd over {len(seeds)} seeds' if len(seeds) > 1 else '(1 seed)'
   lines = markdown(['OOD set', f'ours: AUROC {spread}', 'paper: AUROC', 'stages'], rows)
   if scale != 'paper':
