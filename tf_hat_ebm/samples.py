@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_hat_ebm import figures
+from tf_hat_ebm import progress as progress_lib
 
 GRID_SIZE = 100  # images per PNG grid
 ARRAYS = ('images', 'generator_images', 'residuals')
@@ -87,7 +88,7 @@ def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_c
   """
   parts = {k: os.path.join(output_dir, f'.{k}.npy') for k in ARRAYS}
   arrays, written = None, []
-  progress = tf.keras.utils.Progbar(num_samples, unit_name='sample') if verbose else None
+  progress = progress_lib.Progress(num_samples, unit='samples') if verbose else None
   for start, batch in batches(model, num_samples, batch_size, seed):
     if arrays is None:  # the image shape is known from the first batch
       shape = batch['images'].shape[1:]
