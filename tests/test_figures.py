@@ -160,3 +160,27 @@ def test_evaluate_ood_writes_a_histogram_png_and_logs_to_tensorboard(run):
       'eval/energy_uniform_noise', 'eval/energy_digits_test'}
   scalars = summaries.read_scalars(os.path.join(workdir, 'tensorboard'))
   assert 0 <= scalars['eval/ood_auroc_uniform_noise'][0][1] <= 1
+
+
+def test_training_curves_keep_legends_off_the_data_and_coinciding_lines_apart(tmp_path):
+  steps = list(range(0, 1000, 10))
+  rising = [(s, 0.001 * s) for s in steps]  # the newest points top right, where legends sat
+  series = {'energy_diff': rising, 'energy_pos': rising, 'energy_neg': rising,
+            'guard_count': [(s, 0.0) for s in steps], 'rollbacks': [(s, 0.0) for s in steps],
+            'hat_grad_norm': rising[1:], 'gen_grad_norm': rising[1:]}
+  path = str(tmp_path / 'curves.png')
+  meta = figures.training_curves(series, 'curves', path)
+  assert meta['legends_over_data'] == 0
+  assert read_png(path).shape[:2] == meta['size'][::-1]
+  fig_lines = figures.LINE_STYLES
+  assert len({style for style, _ in fig_lines[:2]}) == 2  # two coinciding curves: two styles
+
+
+def test_generator_panels_say_when_values_outside_the_image_range_are_clipped():
+  g_z = np.full([4, 8, 8, 1], 0.5, np.float32)
+  g_z[0, 0, 0, 0] = 1.7  # a 2 tanh generator reaches +-2
+  meta = figures.grid_figure([('G(Z)', g_z, 'image')], 'G', None)
+  assert meta['outside'] == {'G(Z)': pytest.approx(1 / g_z.size)}
+  assert 'outside [-1, 1], shown clipped' in meta['labels'][0]
+  inside = figures.grid_figure([('G(Z)', np.clip(g_z, -1, 1), 'image')], 'G', None)
+  assert 'clipped' not in inside['labels'][0]

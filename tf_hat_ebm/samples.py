@@ -77,6 +77,12 @@ def check_space(output_dir, num_samples, image_shape):
                      'ask for fewer --num_samples')
 
 
+def run_name(path):
+  """The name a figure title gives a workdir or SavedModel: its last path component, not the
+  absolute path (which says where it lies, not what it is)."""
+  return os.path.basename(os.path.normpath(path)) or path
+
+
 def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_chains=4,
                   tensorboard_dir=None, step=0, verbose=False, source=''):
   """Writes labelled grids, samples.npz and langevin_path.png (also to TensorBoard) into the
