@@ -131,9 +131,14 @@ LAYOUT = (
          [r'^energy/energy_pos$', r'^energy/energy_neg$']),
         ('runaway guard: suspicious checks in a row, rollbacks',
          [r'^energy/guard_count$', r'^energy/rollbacks$'])]),
+    # ebm_loss and hat_grad_norm carry the factor 1/T (1e8 in the default): charts of their own.
     ('losses and gradients', [
-        ('losses', [r'^train/\w*loss$']),
-        ('gradient norms', [r'^train/\w*grad_norm$', r'^langevin/\w*grad_norm$']),
+        ('losses (generator, discriminator, autoencoder)',
+         [r'^train/(gen|disc)_loss$', r'^train/(loss|mse)$']),
+        ('EBM loss and hat gradient norm, both scaled by 1/T',
+         [r'^train/ebm_loss$', r'^train/hat_grad_norm$']),
+        ('other gradient norms', [r'^train/(gen|disc)_grad_norm$', r'^train/grad_norm$',
+                                  r'^langevin/\w*grad_norm$']),
         ('learning rates', [r'^lr/'])]),
     ('Langevin chain', [('mean |Y| and |Z| after the chain', [r'^langevin/\w*_abs$'])]),
     ('evaluation', [('FID', [r'^eval/fid_']), ('OOD AUROC', [r'^eval/ood_auroc_'])]),
