@@ -6,6 +6,8 @@ and its workdir give the same samples for the same seed. Loading needs TensorFlo
   model = tf.saved_model.load(path)           # or tensorflow_hub.load(path)
   x = model.sample(num_samples=16, seed=0)['images']        # [16, size, size, channels] in [-1, 1]
   e = model.energy(x)['energy']                              # [16], higher = less likely
+  e = model(x)                                               # the same: __call__, serving_default
+  layer = tensorflow_hub.KerasLayer(path)                    # energy in Keras, H's parameters
 
 `num_samples` and `seed` are int64 scalars (Python ints convert; `seed` defaults to 0), `energy`
 takes float32 images [N, size, size, channels]: the signatures are concrete. Inputs are checked
