@@ -88,7 +88,7 @@ def sweep_seed(args, seed):
       return row
     generator_dir = workdir
   row['guard_fired'] = guard_fired(log)
-  diffs = scalar_series(workdir, 'train/energy_diff')
+  diffs = scalar_series(workdir, 'energy/energy_diff')
   if diffs:
     warm = diffs[-1][0] * args.warmup
     row['final_energy_diff'] = diffs[-1][1]

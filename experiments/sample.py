@@ -51,13 +51,13 @@ def sample():
     steps = run_lib.int_list(FLAGS.path_steps, 'path_steps')
     run = runs.load_run(FLAGS.workdir, **run_lib.load_run_flags())
     model = export.build_module(run, path_steps=steps)
-    step, source = run.step, f'step {run.step} of {FLAGS.workdir}'
+    step, source = run.step, f'step {run.step} of {samples_lib.run_name(FLAGS.workdir)}'
   else:
     if FLAGS.path_steps:
       raise ValueError('--path_steps applies to --workdir; a SavedModel records its path steps '
                        'at export (experiments/export.py --path_steps)')
     model = export.load_saved_model(FLAGS.saved_model, 'saved_model')
-    step, source = 0, FLAGS.saved_model
+    step, source = 0, samples_lib.run_name(FLAGS.saved_model)
   with out:
     written, figure, steps = samples_lib.write_samples(
         model, out.staging, FLAGS.num_samples, FLAGS.seed, FLAGS.batch_size, FLAGS.path_chains,

@@ -21,7 +21,7 @@ flags.DEFINE_string('logdir', None, 'TensorBoard directory of a run.', required=
 flags.DEFINE_string('out', 'docs/tensorboard.png', 'Output PNG.')
 flags.DEFINE_integer('port', 6123, 'Port for the TensorBoard server.')
 flags.DEFINE_string('tab', 'timeseries', 'TensorBoard tab (timeseries, scalars, hparams, ...).')
-flags.DEFINE_string('tag_filter', 'train/', 'Tag filter of the tab.')
+flags.DEFINE_string('tag_filter', '', 'Tag filter of the tab (e.g. energy/).')
 flags.DEFINE_string('size', '1400,1400', 'Window size in pixels: width,height.')
 flags.DEFINE_integer('wait_ms', 20000, 'Virtual time Chromium gives the page to render.')
 flags.DEFINE_bool('overwrite', False, 'Replace an existing --out.')

@@ -122,20 +122,24 @@ def test_event_files_hold_grouped_described_scalars_histograms_config_and_hparam
   workdir, _ = run
   found = events(workdir)
   scalars = {tag: description for _, tag, plugin, description, _ in found if plugin == 'scalars'}
-  assert {'train/energy_diff', 'train/ebm_loss', 'train/gen_loss', 'train/hat_grad_norm',
-          'chain/residual_abs', 'chain/residual_grad_norm', 'lr/hat_lr', 'lr/gen_lr',
-          'train/guard_count'} <= set(scalars)
-  assert all(tag.split('/')[0] in ('train', 'chain', 'lr', 'eval') for tag in scalars)
+  assert {'energy/energy_diff', 'train/ebm_loss', 'train/gen_loss', 'train/hat_grad_norm',
+          'langevin/residual_abs', 'langevin/residual_grad_norm', 'lr/hat_lr', 'lr/gen_lr',
+          'energy/guard_count'} <= set(scalars)
+  assert all(tag.split('/')[0] in ('energy', 'train', 'langevin', 'lr', 'eval')
+             for tag in scalars)
   assert all(len(d) > 20 for d in scalars.values()), scalars
   assert 'T = 1e-08' in scalars['train/ebm_loss']  # the loss's 1/T scaling is stated
   histograms = {tag for _, tag, plugin, _, _ in found if plugin == 'histograms'}
-  assert histograms == {'energy/data', 'energy/samples'}
-  images = {tag for _, tag, plugin, _, _ in found if plugin == 'images'}
-  assert images == {'samples/samples', 'samples/generator', 'samples/residual'}
+  assert histograms == {'energy/histogram_data', 'energy/histogram_samples'}
+  images = {tag: d for _, tag, plugin, d, _ in found if plugin == 'images'}
+  assert set(images) == {'samples/samples', 'samples/generator', 'samples/residual',
+                         'energy/histograms'}
+  assert '+-' not in images['samples/residual'].replace('+-max', '')  # no one grid's scale
   text = [v for _, tag, plugin, _, v in found if plugin == 'text' and tag == 'config']
   assert b'"hat_width": 8' in tf.make_ndarray(text[0].tensor).item()
   hparams = {tag for _, tag, plugin, _, _ in found if plugin == 'hparams'}
-  assert hparams == {'_hparams_/experiment', '_hparams_/session_start_info'}
+  # No experiment record: TensorBoard takes the columns from the sessions (test_tensorboard.py).
+  assert hparams == {'_hparams_/session_start_info'}
 
 
 @pytest.mark.slow
@@ -174,3 +178,27 @@ def test_montage_puts_drawn_figures_side_by_side_labelled(tmp_path):
   assert os.path.exists(tmp_path / 'historical.png')
   with pytest.raises(FileNotFoundError, match="montage panel 'x': no figure at"):
     figures.montage([('x', str(tmp_path / 'missing.png'))], 't')
+
+
+def test_training_curves_keep_legends_off_the_data_and_coinciding_lines_apart(tmp_path):
+  steps = list(range(0, 1000, 10))
+  rising = [(s, 0.001 * s) for s in steps]  # the newest points top right, where legends sat
+  series = {'energy_diff': rising, 'energy_pos': rising, 'energy_neg': rising,
+            'guard_count': [(s, 0.0) for s in steps], 'rollbacks': [(s, 0.0) for s in steps],
+            'hat_grad_norm': rising[1:], 'gen_grad_norm': rising[1:]}
+  path = str(tmp_path / 'curves.png')
+  meta = figures.training_curves(series, 'curves', path)
+  assert meta['legends_over_data'] == 0
+  assert read_png(path).shape[:2] == meta['size'][::-1]
+  fig_lines = figures.LINE_STYLES
+  assert len({style for style, _ in fig_lines[:2]}) == 2  # two coinciding curves: two styles
+
+
+def test_generator_panels_say_when_values_outside_the_image_range_are_clipped():
+  g_z = np.full([4, 8, 8, 1], 0.5, np.float32)
+  g_z[0, 0, 0, 0] = 1.7  # a 2 tanh generator reaches +-2
+  meta = figures.grid_figure([('G(Z)', g_z, 'image')], 'G', None)
+  assert meta['outside'] == {'G(Z)': pytest.approx(1 / g_z.size)}
+  assert 'outside [-1, 1], shown clipped' in meta['labels'][0]
+  inside = figures.grid_figure([('G(Z)', np.clip(g_z, -1, 1), 'image')], 'G', None)
+  assert 'clipped' not in inside['labels'][0]

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import checkpoints as checkpoints_lib
 from tf_hat_ebm import guard as guard_lib
+from tf_hat_ebm import progress as progress_lib
 from tf_hat_ebm import summaries
 
 
@@ -249,20 +250,19 @@ class Guard:
 
 
 class Progress:
-  """The progress bar (chief, verbose runs only) with the task's progress metrics and speed."""
+  """Training progress (chief, verbose runs only): step, ETA, the task's progress metrics and
+  speed; a bar on a terminal, one plain line per tenth of the run in a file (progress.py)."""
 
   intervals = ()
 
-  def __init__(self, task, end, step):
+  def __init__(self, task, end, step, stream=None):
     self.shown = task.progress_metrics
-    self.bar = tf.keras.utils.Progbar(end, stateful_metrics=list(task.metric_names) +
-                                      ['steps/s'])
-    if step:
-      self.bar.update(step)
+    self.progress = progress_lib.Progress(end, unit='step', start=step, stream=stream)
 
   def __call__(self, chunk):
-    self.bar.update(chunk.step, [(k, chunk.metrics[k]) for k in self.shown if k in chunk.metrics]
-                    + [('steps/s', chunk.steps_per_sec)])
+    values = {k: chunk.metrics[k] for k in self.shown if k in chunk.metrics}
+    values['steps/s'] = round(chunk.steps_per_sec, 2)
+    self.progress.update(chunk.step, values)
 
 
 class Scalars:

@@ -113,7 +113,10 @@ class DiscriminatorBlock(layers.Layer):
     super().build(input_shape)
 
   def call(self, x):
-    h = x if self.stem else tf.nn.relu(x)
+    # max(x, 0), the ReLU by another op: on CPU the oneDNN remapper fuses the block before's
+    # Conv2D + BiasAdd + Add with a Relu here although that Add also feeds this block's shortcut,
+    # and fails ("remapper failed"), leaving the whole graph unfused.
+    h = x if self.stem else tf.maximum(x, tf.zeros([], x.dtype))
     h = self.c2(tf.nn.relu(self.c1(h)))
     if self.downsample:
       h = downsample(h)

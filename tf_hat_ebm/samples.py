@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_hat_ebm import figures
+from tf_hat_ebm import progress as progress_lib
 
 GRID_SIZE = 100  # images per PNG grid
 ARRAYS = ('images', 'generator_images', 'residuals')
@@ -76,6 +77,12 @@ def check_space(output_dir, num_samples, image_shape):
                      'ask for fewer --num_samples')
 
 
+def run_name(path):
+  """The name a figure title gives a workdir or SavedModel: its last path component, not the
+  absolute path (which says where it lies, not what it is)."""
+  return os.path.basename(os.path.normpath(path)) or path
+
+
 def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_chains=4,
                   tensorboard_dir=None, step=0, verbose=False, source=''):
   """Writes labelled grids, samples.npz and langevin_path.png (also to TensorBoard) into the
@@ -87,7 +94,7 @@ def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_c
   """
   parts = {k: os.path.join(output_dir, f'.{k}.npy') for k in ARRAYS}
   arrays, written = None, []
-  progress = tf.keras.utils.Progbar(num_samples, unit_name='sample') if verbose else None
+  progress = progress_lib.Progress(num_samples, unit='samples') if verbose else None
   for start, batch in batches(model, num_samples, batch_size, seed):
     if arrays is None:  # the image shape is known from the first batch
       shape = batch['images'].shape[1:]

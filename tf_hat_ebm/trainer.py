@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import actions as actions_lib
 from tf_hat_ebm import data as data_lib
+from tf_hat_ebm import progress
 from tf_hat_ebm import registry
 from tf_hat_ebm import run_info
 from tf_hat_ebm import summaries
@@ -142,6 +143,11 @@ class Trainer:
       writer.flush()
     self.report.finish(step)
     run.finish(step)
+    if self.is_chief and step >= end:
+      kind = registry.for_config(self.config)
+      self._log(progress.run_outputs(self.workdir, self.report.written,
+                                     hat_ebm=kind.inference is not None,
+                                     fid=kind.fid_rows is not None))
     return metrics
 
   def _stop(self, step):

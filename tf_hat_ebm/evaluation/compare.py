@@ -69,7 +69,7 @@ def method_fids(model, sampler, feature_net, reference, num, runs, seed=0, batch
     for z0, s in latent_batches(model, num, seed, batch_size, r + 1):
       yield sampler(z0, s)
   return fid.fids_over_runs(batches, feature_net, reference, runs, verbose,
-                            f'{num} samples per method')
+                            f'{num} samples per method', total=num)
 
 
 def digits_table(model, sampler, config, first, feature_net, cache_dir, fid_samples=1000,

@@ -17,6 +17,7 @@ import tensorflow as tf
 import tensorflow_gan as tfgan
 
 from tf_hat_ebm import data as data_lib
+from tf_hat_ebm import progress
 from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm import workdir as workdir_lib
 
@@ -80,7 +81,7 @@ def frechet_distance(activations1, activations2):
 
 def activations(batches, feature_net, total=None, label=None, verbose=True):
   """Features of every image of an iterable of image batches, kept as float32 activations only."""
-  progbar = tf.keras.utils.Progbar(total, unit_name='image') if verbose else None
+  progbar = progress.Progress(total, unit='images') if verbose and total else None
   if verbose and label:
     print(label, flush=True)
   out, seen = [], 0
@@ -116,18 +117,24 @@ def data_activations(data_cfg, split, feature_net, cache_dir, batch_size=250, ve
   return acts
 
 
-def fids_over_runs(batches, feature_net, reference, runs, verbose=True, what='samples'):
+def fids_over_runs(batches, feature_net, reference, runs, verbose=True, what='samples',
+                   total=None):
   """{method: [FID per run]} against `reference` activations: `batches(r)` yields the
-  {method: images} batches of run r; only activations are kept, batch by batch."""
+  {method: images} batches of run r, `total` images of each method per run (shown as progress
+  over the sampling, which takes most of the time); only activations are kept, batch by batch."""
   fids = {}
   for r in range(runs):
     if verbose:
       print(f'FID run {r + 1}/{runs}: {what}', flush=True)
-    acts = {}
+    bar = progress.Progress(total, unit='samples') if verbose and total else None
+    acts, seen = {}, 0
     for out in batches(r):
       for name, x in out.items():
         acts.setdefault(name, []).append(
             np.asarray(tfgan.eval.run_classifier_fn(x, feature_net), np.float32))
+      seen += len(acts[name][-1])
+      if bar is not None:
+        bar.update(min(seen, total))
     for name, parts in acts.items():
       fids.setdefault(name, []).append(frechet_distance(reference, np.concatenate(parts)))
   return fids
@@ -146,7 +153,7 @@ def sample_fids(module, feature_net, reference, num_samples, batch_size=250, run
       yield {'hat_ebm': out['images'],
              'generator': tf.clip_by_value(out['generator_images'], -1.0, 1.0)}
   return fids_over_runs(batches, feature_net, reference, runs, verbose,
-                        f'{num_samples} samples')
+                        f'{num_samples} samples', total=num_samples)
 
 
 def score_table(rows, first='samples'):

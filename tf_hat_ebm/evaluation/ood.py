@@ -22,6 +22,7 @@ from sklearn.metrics import roc_auc_score
 import tensorflow as tf
 
 from tf_hat_ebm import data as data_lib
+from tf_hat_ebm import progress
 
 TFDS_OOD_SETS = ('svhn_cropped', 'cifar100', 'celeb_a')
 OFFLINE_OOD_SETS = ('inverted_digits', 'resampled_digits', 'uniform_noise', 'gaussian_noise',
@@ -41,10 +42,19 @@ def auroc(in_energies, ood_energies):
   return float(roc_auc_score(labels, np.concatenate([in_energies, ood_energies])))
 
 
-def energies(energy_fn, batches):
-  """Energies of every image of an iterable of batches ([b, size, size, c] float32)."""
-  return np.concatenate([np.asarray(energy_fn(tf.convert_to_tensor(b, tf.float32)))
-                         for b in batches])
+def energies(energy_fn, batches, total=None):
+  """Energies of every image of an iterable of batches ([b, size, size, c] float32); progress
+  over them (progress.py) when the number of images expected, `total`, is given."""
+  bar = progress.Progress(total, unit='images') if total else None
+  out, seen = [], 0
+  for b in batches:
+    out.append(np.asarray(energy_fn(tf.convert_to_tensor(b, tf.float32))))
+    seen += len(out[-1])
+    if bar is not None:
+      bar.update(min(seen, total))
+  if bar is not None:
+    bar.finish(seen)
+  return np.concatenate(out)
 
 
 # ---- OOD sets --------------------------------------------------------------------------------
@@ -124,8 +134,10 @@ def evaluate(energy_fn, data_cfg, set_names, num=10_000, batch_size=250, verbose
   Returns {'in_distribution': {...}, 'sets': {name: {'auroc', 'num', 'mean_energy'}}}; a dict
   `energies_out` receives the energies themselves by set name (the test split under its name).
   """
+  if verbose:
+    print(f'energies of {data_cfg.name} {data_cfg.test_split} split', flush=True)
   in_e = energies(energy_fn, data_lib.eval_dataset(data_cfg, data_cfg.test_split, batch_size)
-                  .take((num + batch_size - 1) // batch_size))[:num]
+                  .take((num + batch_size - 1) // batch_size), num if verbose else None)[:num]
   result = {'in_distribution': {'name': f'{data_cfg.name}/{data_cfg.test_split}',
                                 'num': len(in_e), 'mean_energy': float(in_e.mean())},
             'sets': {}}
@@ -133,8 +145,9 @@ def evaluate(energy_fn, data_cfg, set_names, num=10_000, batch_size=250, verbose
     if verbose:
       print(f'energies of {name}', flush=True)
     # Offline sets match the test split's size, so both classes weigh the same in the AUROC.
-    ood_e = energies(energy_fn, ood_batches(name, data_cfg, min(num, len(in_e)) if
-                                            name not in TFDS_OOD_SETS else num, batch_size))
+    size = min(num, len(in_e)) if name not in TFDS_OOD_SETS else num
+    ood_e = energies(energy_fn, ood_batches(name, data_cfg, size, batch_size),
+                     size if verbose else None)
     result['sets'][name] = {'auroc': auroc(in_e, ood_e), 'num': len(ood_e),
                             'mean_energy': float(ood_e.mean())}
     if energies_out is not None:
