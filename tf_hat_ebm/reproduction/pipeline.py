@@ -77,7 +77,7 @@ def claim(out, entries, overwrite):
     raise ValueError(f'--out={out} is not empty ({shown}) and was not made by reproduce.py: '
                      'choose a new directory, or pass --overwrite to write beside what is there '
                      '(only reproduce.py\'s own files are ever written)')
-  foreign = sorted(set(present) & set(entries) - set(mine or ()))
+  foreign = sorted(set(present) & set(entries) - set(mine or ()) - {MARKER})
   if foreign:
     raise ValueError(f'{os.path.join(out, foreign[0])} exists and was not written by '
                      'reproduce.py: move it away, or choose another --out')

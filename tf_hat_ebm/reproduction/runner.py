@@ -194,6 +194,8 @@ class Runner:
           exits[-1]['error'] = self.last_error(stage, offset)
           if not stage.keep_going:
             break
+        elif output is None and not self.skip_reason(stage, output):
+          break  # stopped short of its step (SIGTERM saves and exits 0): nothing to evaluate
     return self.judge(stage, exits, time.time() - t0)
 
   def last_error(self, stage, offset):
