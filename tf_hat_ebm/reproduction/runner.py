@@ -241,7 +241,7 @@ class Runner:
       raise StageError(f'stage {stage.name} was stopped ({how}) running {failed["command"]}: '
                        'rerun to resume it')
     guard = GUARD.search(error + '\n') if error else None
-    if guard and stage.reference:
+    if guard and (stage.reference or stage.guard_stop_is_result):
       record.update(failed=True, guard=guard.group(1))
       return record
     raise StageError(f'stage {stage.name} failed (exit {code}) running {failed["command"]}: '
@@ -260,6 +260,10 @@ class Runner:
           out[method + '_runs'] = saved[method]
       out['data'] = saved.get('data_test_vs_train')
       return out
+    if stage.result == 'compare':  # compare_baselines.py: {method: [FID, its std]}
+      with open(self.path(stage.outputs[-1])) as f:
+        return {k: [v['fid'], v.get('fid_std')] for k, v in json.load(f).items()
+                if isinstance(v, dict) and 'fid' in v}
     if stage.result == 'ood':
       with open(self.path(stage.outputs[-1])) as f:
         return {k: v['auroc'] for k, v in json.load(f)['sets'].items()}

@@ -115,8 +115,9 @@ class Stage:
   outputs: List[Optional[str]]
   workdir: Optional[str] = None
   after: Tuple[str, ...] = ()
-  result: str = 'none'  # 'fid', 'ood' or 'none': which numbers the record holds
+  result: str = 'none'  # 'fid', 'compare', 'ood' or 'none': which numbers the record holds
   reference: Optional[str] = None
+  guard_stop_is_result: bool = False  # a guard stop is recorded (a seed sweep's), not an error
   keep_going: bool = False  # a failed command does not stop the next (figures of failed runs)
   config: Optional[str] = None  # the training's config file (with its size), as in the command
   overrides: Dict[str, object] = dataclasses.field(default_factory=dict)
