@@ -163,10 +163,12 @@ def reproduce(options, run_command=None, print_fn=print):
     dry_run(stages, options, print_fn)
     return {}
   entries = claim(options.out, own_entries(stages), options.overwrite)
-  mark(options.out, entries)
-  with workdir_lib.WorkdirLock(options.out, log=print_fn, name=LOCK, what='another reproduce.py'):
-    records = runner_lib.Runner(stages, options, run_command, print_fn).run_all()
-    markdown, _ = write_report(records, options)
+  with runner_lib.stop_on_sigterm():  # SIGTERM at any moment: as Ctrl-C, the lock released
+    mark(options.out, entries)
+    with workdir_lib.WorkdirLock(options.out, log=print_fn, name=LOCK,
+                                 what='another reproduce.py'):
+      records = runner_lib.Runner(stages, options, run_command, print_fn).run_all()
+      markdown, _ = write_report(records, options)
   print_fn(markdown)
   print_fn(f'\nreport: {os.path.join(options.out, "report.md")} (and report.json, figures/, '
            f'TensorBoard text in {os.path.join(options.out, "tensorboard")})')
