@@ -140,3 +140,44 @@ def test_finished_pipeline_only_rewrites_the_report_quietly(tmp_path):
            for record in tf.data.TFRecordDataset(str(path)).as_numpy_iterator()
            for v in tf.compat.v1.Event.FromString(record).summary.value if v.tag == 'report']
   assert texts == [(out / 'report.md').read_text()]
+
+
+@pytest.mark.slow
+@pytest.mark.long
+def test_sigterm_to_reproduce_stops_its_training_child_and_the_rerun_resumes(tmp_path):
+  """SIGTERM to reproduce.py alone (not its process group) while a stage trains: its child is
+  stopped too (no orphan holding the workdir's lock), and the same command resumes."""
+  import glob  # pylint: disable=g-import-not-at-top
+  import signal  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  out = str(tmp_path)
+  args = ('--size=tiny', '--seeds=0', '--parts=synthesis', f'--out={out}')
+  proc = subprocess.Popen([sys.executable, SCRIPT, *args], cwd=REPO, start_new_session=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'))
+  deadline = time.time() + 600
+  while not os.path.exists(os.path.join(out, 'synthesis_s0', 'train.lock')):
+    assert proc.poll() is None and time.time() < deadline, 'the stage never started training'
+    time.sleep(0.1)
+  proc.send_signal(signal.SIGTERM)
+  _, stderr = proc.communicate(timeout=300)
+  assert proc.returncode == 130, stderr
+  assert stderr.strip().splitlines()[-1] == ('error: interrupted: the running stages were '
+                                             'stopped; rerun the same command to resume')
+  lock = os.path.join(out, 'synthesis_s0', 'train.lock')
+  if os.path.exists(lock):  # left by a child killed during start-up: stale, taken over
+    with open(lock) as f:
+      pid = json.load(f)['pid']
+    with pytest.raises(ProcessLookupError):  # no orphan: the training child is gone
+      os.kill(pid, 0)
+  assert not os.path.exists(os.path.join(out, 'reproduce.lock'))
+  assert not os.path.exists(os.path.join(out, 'synthesis_s0', 'done.json'))
+  # Stopped in its start-up, not left to finish its 2 steps.
+  assert not glob.glob(os.path.join(out, 'synthesis_s0', 'checkpoints', 'ckpt-2.index'))
+  assert not glob.glob(os.path.join(out, 'report.*'))
+
+  rerun = reproduce(*args)
+  assert rerun.returncode == 0, rerun.stderr[-3000:]
+  with open(os.path.join(out, 'synthesis_s0', 'done.json')) as f:
+    record = json.load(f)
+  assert record['step'] == record['num_steps'] == 2 and np.isfinite(record['result']['hat_ebm'])
