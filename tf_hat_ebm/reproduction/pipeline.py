@@ -95,8 +95,11 @@ def mark(out, entries):
 def resolved_config(stage):
   """The config a training stage runs with: its file (and size) and the command's overrides."""
   path, _, size = stage.config.partition(':')
-  config = config_lib.load_file(os.path.join(cli.scripts_dir(), path[len('experiments/'):]),
-                                *([size] if size else []))
+  try:
+    config = config_lib.load_file(os.path.join(cli.scripts_dir(), path[len('experiments/'):]),
+                                  *([size] if size else []))
+  except TypeError as e:  # a config whose get_config takes no size
+    raise ValueError(f'{stage.config}: {cli.one_line(e)}') from None
   for key, value in stage.overrides.items():
     *sections, name = key.split('.')
     section = config
