@@ -148,12 +148,12 @@ class Runner:
   def path(self, *parts):
     return os.path.join(self.out, *parts)
 
-  def env(self):
+  def env(self, side_by_side=1):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [PACKAGE_ROOT] + [p for p in [os.environ.get('PYTHONPATH')] if p]))
-    if self.jobs > 1 and 'TF_NUM_INTRAOP_THREADS' not in os.environ:
-      # Stages side by side share the cores: one thread pool each, not several fighting.
-      env['TF_NUM_INTRAOP_THREADS'] = str(max(1, (os.cpu_count() or 1) // self.jobs))
+    if side_by_side > 1 and 'TF_NUM_INTRAOP_THREADS' not in os.environ:
+      # Stages side by side share the cores: a thread pool each, not several fighting.
+      env['TF_NUM_INTRAOP_THREADS'] = str(max(1, (os.cpu_count() or 1) // side_by_side))
     return env
 
   def _subprocess(self, argv, log, env):
@@ -175,8 +175,9 @@ class Runner:
     step, target = training_progress(self.path(stage.workdir))
     return f'skipped: trained to step {step}' if target and step >= target else None
 
-  def run_stage(self, stage):
-    """Runs the commands of `stage` that are not done; its record, or None when stopped."""
+  def run_stage(self, stage, side_by_side=1):
+    """Runs the commands of `stage` that are not done (`side_by_side` stages at once); its
+    record, or None when stopped."""
     os.makedirs(self.path(stage.name), exist_ok=True)
     exits, t0 = [], time.time()
     with open(self.path(stage.name, 'log.txt'), 'a') as log:
@@ -188,7 +189,7 @@ class Runner:
         log.write(f'$ {line}\n')
         log.flush()
         offset, started = log.tell(), time.time()
-        code = self.run_command(executable(cmd), log, self.env())
+        code = self.run_command(executable(cmd), log, self.env(side_by_side))
         exits.append(dict(command=line, exit=code, seconds=round(time.time() - started, 1)))
         if code != 0:
           exits[-1]['error'] = self.last_error(stage, offset)
@@ -280,9 +281,9 @@ class Runner:
     ratio = self.measured / self.estimated if self.estimated else 1.0
     return hms(remaining * ratio / self.jobs)
 
-  def worker(self, i, stage, done):
+  def worker(self, i, stage, done, side_by_side):
     try:
-      record = self.run_stage(stage)
+      record = self.run_stage(stage, side_by_side)
       if record is not None:
         write_json(self.path(stage.name, 'done.json'), record)
       done.put((i, stage, record, None))
@@ -321,13 +322,14 @@ class Runner:
 
   def loop(self, pending, running, done):
     while pending or running:
-      for i, stage in (self.ready(pending, running)[:self.jobs - len(running)]
-                       if not self.errors else []):
+      starting = self.ready(pending, running)[:self.jobs - len(running)] if not self.errors else []
+      side_by_side = len(running) + len(starting)
+      for i, stage in starting:
         pending.remove((i, stage))
         self.progress(i, stage, f'running (elapsed {hms(time.time() - self.start)}, ETA '
                       f'{self.eta()}; log {self.path(stage.name, "log.txt")})')
-        running[stage.name] = threading.Thread(target=self.worker, args=(i, stage, done),
-                                               daemon=True)
+        running[stage.name] = threading.Thread(target=self.worker, daemon=True,
+                                               args=(i, stage, done, side_by_side))
         running[stage.name].start()
       if not running:
         break  # the rest waits for a stage that failed
