@@ -167,6 +167,8 @@ class FakeScripts:
       os.makedirs(os.path.join(workdir, 'checkpoints'), exist_ok=True)
       with open(os.path.join(workdir, 'config.json'), 'w') as f:
         json.dump(dict(training=dict(num_steps=self.num_steps)), f)
+      with open(os.path.join(workdir, 'run_info.json'), 'w') as f:
+        json.dump(dict(runs=[dict(precision='float32')]), f)
       open(os.path.join(workdir, 'checkpoints', f'ckpt-{self.reach}.index'), 'w').close()
     elif self.codes.get(key, 0) == 0 and script == 'evaluate_fid.py':
       with open(os.path.join(workdir, 'fid.json'), 'w') as f:
@@ -200,6 +202,7 @@ def test_a_stage_is_done_only_when_training_reached_its_step_and_evaluation_fini
   assert record['result']['hat_ebm'] == 11.0 and record['result']['hat_ebm_runs'] == [10.0, 12.0]
   assert (record['scale'], record['size'], record['step'], record['num_steps']) == (
       'digits', None, 4, 4)
+  assert (record['precision'], record['computed_in']) == (None, 'float32')
   assert record['config']['path'] == 'synthesis_s0/config.json' and len(
       record['config']['sha256']) == 64
   assert [e['exit'] for e in record['exits']] == [0, 0]

@@ -77,6 +77,15 @@ def training_progress(workdir):
   return (steps[-1] if steps else 0), target
 
 
+def run_precision(workdir):
+  """The precision the workdir's last training process computed in (run_info.json), or None."""
+  try:
+    with open(os.path.join(workdir, 'run_info.json')) as f:
+      return json.load(f)['runs'][-1].get('precision')
+  except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError):
+    return None
+
+
 def file_sha256(path):
   try:
     with open(path, 'rb') as f:
@@ -217,6 +226,7 @@ class Runner:
     if stage.kind in stages_lib.TRAINED:
       step, target = training_progress(self.path(stage.workdir))
       record.update(step=step, num_steps=target, precision=self.o.training_precision(),
+                    computed_in=run_precision(self.path(stage.workdir)),
                     config=dict(path=f'{stage.workdir}/config.json',
                                 sha256=file_sha256(self.path(stage.workdir, 'config.json'))))
     failed = [e for e in exits if not isinstance(e['exit'], str) and e['exit'] != 0]
