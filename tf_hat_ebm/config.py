@@ -274,6 +274,34 @@ def digits(config, name, steps, batch_size=32, every=None):
   return config
 
 
+# Every digits run shrunk to seconds with its own networks: the tests' reproduction pipeline.
+TINY = {'training.num_steps': 2, 'training.steps_per_loop': 1, 'training.log_every': 1,
+        'training.checkpoint_every': 2, 'training.sample_every': 2, 'training.eval_every': 2,
+        'training.bank_size': 64, 'training.n_dis': 1,
+        'langevin.steps': 2, 'sampling.steps': 2, 'ddls.steps': 2}
+SIZES = {'tiny': TINY}
+
+
+def sized(config, size=None):
+  """`config` at `size`, the argument of a config file's `get_config(size=None)` (as
+  `--config=FILE.py:tiny`): None is the config itself, 'tiny' its run in seconds (SIZES). Only
+  the fields the config has are set."""
+  if size in (None, ''):
+    return config
+  if size not in SIZES:
+    raise ValueError(f'config size {size!r}: known sizes are {", ".join(SIZES)} (or none)')
+  for path, value in SIZES[size].items():
+    *sections, name = path.split('.')
+    section = config
+    for key in sections:
+      section = section.get(key) if key in section else None
+      if section is None:
+        break
+    if section is not None and name in section:
+      section[name] = value
+  return config
+
+
 def retrofit(config, path):
   """A joint config over the decoder of the autoencoder run in `path` (retrofit)."""
   config.generator.update(source='autoencoder', path=path)
