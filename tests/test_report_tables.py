@@ -22,16 +22,17 @@ def records_for(seeds, shift=0.0, prefixes=('',)):
   for s in seeds:
     d = s * shift
     for extra in prefixes:
-      records[f'refine{extra}_s{s}'] = fid_record(generator=[18.5 + d, 18.6 + d, 18.7 + d],
+      records[f'refinement{extra}_s{s}'] = fid_record(generator=[18.5 + d, 18.6 + d, 18.7 + d],
                                                   ddls=[14.5 + d, 14.6 + d, 14.7 + d],
                                                   hat_ebm=[14.0 + d, 14.1 + d, 14.2 + d])
       records[f'sngan{extra}_s{s}'] = fid_record(generator=[18.4 + d, 18.6 + d, 18.8 + d])
-    records[f'synth_s{s}'] = fid_record(hat_ebm=[19.1 + d, 19.3 + d, 19.5 + d],
+    records[f'synthesis_s{s}'] = fid_record(hat_ebm=[19.1 + d, 19.3 + d, 19.5 + d],
                                         generator=[25.0 + d, 25.5 + d, 26.0 + d])
     records[f'retrofit_s{s}'] = fid_record(generator=[200.0 + d, 201.0 + d, 202.0 + d],
                                            hat_ebm=[26.0 + d, 26.1 + d, 26.2 + d])
     records[f'current_s{s}'] = {'failed': True, 'exit_code': 1}
     records[f'coop_s{s}'] = fid_record(hat_ebm=[90.0 + d, 91.0 + d, 92.0 + d])
+    records[f'coop_bn_s{s}'] = fid_record(hat_ebm=[30.0 + d, 31.0 + d, 32.0 + d])
     records[f'noresidual_s{s}'] = fid_record(hat_ebm=[13.5 + d, 13.6 + d, 13.7 + d + s / 10])
     records[f'ood_s{s}'] = {'result': {'svhn_cropped': 0.9, 'cifar100': 0.85, 'celeb_a': 0.93}}
   return records
@@ -54,7 +55,7 @@ def paper_scale_report():
   records = records_for(seeds, prefixes=('', '_celeba'))
   lines = tables.header('paper', seeds, 'float32', 50_000, 'Inception pool_3')
   lines += tables.refinement_table(records, 'paper', seeds)[0]
-  lines += tables.synthesis_table(records, 'paper', seeds, [('synth', 'cifar10_synth')])[0]
+  lines += tables.synthesis_table(records, 'paper', seeds, [('synthesis', 'cifar10_synth')])[0]
   lines += tables.retrofit_table(records, 'paper', seeds)[0]
   lines += tables.ood_table(records, 'paper', seeds)[0]
   lines += tables.ablation_table(records, seeds)[0]

@@ -36,11 +36,17 @@ def markdown(headers, rows):
 
 
 # ---- records -----------------------------------------------------------------------------------
+def stage_name(records, prefix, seed):
+  """<prefix>_s<seed>, or `prefix` itself for a stage every seed shares (the published SN-GAN)."""
+  name = f'{prefix}_s{seed}'
+  return prefix if name not in records and prefix in records else name
+
+
 def per_seed(records, prefix, key, seeds):
   """(values, FID runs, failed seeds) of result[key] of stages <prefix>_s<seed>."""
   values, runs, failed = [], [], []
   for seed in seeds:
-    record = records.get(f'{prefix}_s{seed}', {})
+    record = records.get(stage_name(records, prefix, seed), {})
     result = record.get('result') or {}
     values.append(result.get(key))
     runs.append(result.get(f'{key}_runs') or [])
@@ -56,6 +62,7 @@ class Measured:
     values, runs, self.failed = per_seed(records, prefix, key, seeds)
     self.summary = statistics.summary(values, runs)
     self.prefix, self.key, self.values = prefix, key, values
+    self.shared = stage_name(records, prefix, seeds[0]) == prefix if seeds else False
 
   @property
   def mean(self):
@@ -67,10 +74,13 @@ class Measured:
     return [number(s['mean'], s['std'], digits), number(s['eval_std'], None, digits)]
 
   def stages(self):
-    return f'{self.prefix}_s*' + (f' (failed: seeds {self.failed})' if self.failed else '')
+    return self.pattern() + (f' (failed: seeds {self.failed})' if self.failed else '')
+
+  def pattern(self):
+    return self.prefix if self.shared else f'{self.prefix}_s*'
 
   def json(self, label, paper_value=None):
-    return dict(label=label, stages=f'{self.prefix}_s*', failed_seeds=self.failed,
+    return dict(label=label, stages=self.pattern(), failed_seeds=self.failed,
                 paper=list(paper_value) if paper_value else None, **self.summary)
 
 
@@ -117,27 +127,35 @@ def _paper_refinement(method, data):
   return value, rel
 
 
-def refinement_table(records, scale, seeds):
-  """Table 1: SN-GAN G(Z0), DDLS, Hat EBM from the same Z0 (and the SN-GAN scored alone)."""
+def _scored_alone(suffix, published):
+  """The Table 1 row of the SN-GAN scored on its own: (label, stage prefix, key)."""
+  if published and not suffix:
+    return [('published SN-GAN scored on its own', 'sngan_release', 'generator')]
+  return [('retrained SN-GAN scored on its own', f'sngan{suffix}', 'generator')]
+
+
+def refinement_table(records, scale, seeds, published_sngan=False):
+  """Table 1: SN-GAN G(Z0), DDLS, Hat EBM from the same Z0 (and the SN-GAN scored alone: the
+  release's published one, stage sngan_release, when `published_sngan`)."""
   datasets = (['cifar10'] + [d for d in ('celeba',)
-                             if any(k.startswith(f'refine_{d}_s') for k in records)]
+                             if any(k.startswith(f'refinement_{d}_s') for k in records)]
               if scale == 'paper' else [None])
   rows, out, notes = [], [], []
   for data in datasets:
     suffix = f'_{data}' if data and data != 'cifar10' else ''
     where = f', {DATA_NAMES[data]}' if data else ''
-    gan = Measured(records, f'refine{suffix}', 'generator', seeds)
-    for label, prefix, key in (('SN-GAN G(Z0)', f'refine{suffix}', 'generator'),
-                               ('DDLS', f'refine{suffix}', 'ddls'),
-                               ('Hat EBM X = G(Z_K) + Y_K', f'refine{suffix}', 'hat_ebm'),
-                               ('SN-GAN scored on its own', f'sngan{suffix}', 'generator')):
+    gan = Measured(records, f'refinement{suffix}', 'generator', seeds)
+    for label, prefix, key in (('SN-GAN G(Z0)', f'refinement{suffix}', 'generator'),
+                               ('DDLS', f'refinement{suffix}', 'ddls'),
+                               ('Hat EBM X = G(Z_K) + Y_K', f'refinement{suffix}', 'hat_ebm'),
+                               *_scored_alone(suffix, published_sngan)):
       m = Measured(records, prefix, key, seeds)
       rel = (percent(paper.relative(m.mean, gan.mean)) if key != 'generator' and
              None not in (m.mean, gan.mean) else DASH)
       p_value, p_rel = _paper_refinement(key, data)
       rows.append((label + where, m, rel, p_value, p_rel))
       out.append(m.json(label + where, paper.REFINEMENT[data][key] if data else None))
-    ddls, hat = (Measured(records, f'refine{suffix}', k, seeds).mean for k in ('ddls', 'hat_ebm'))
+    ddls, hat = (Measured(records, f'refinement{suffix}', k, seeds).mean for k in ('ddls', 'hat_ebm'))
     if None not in (gan.mean, ddls, hat) and gan.mean != hat:
       share = (gan.mean - ddls) / (gan.mean - hat)
       papers = [f'{100 * paper.EFFECTS[d]["ddls_share_of_gain"]:.0f}% on {DATA_NAMES[d]}'
@@ -222,10 +240,11 @@ def ood_table(records, scale, seeds, models=(('ood', ''),)):
   return _titled(3, lines + ['']), out
 
 
-ABLATIONS = (('historical bank (the paper)', 'synth', None),
+ABLATIONS = (('historical bank (the paper)', 'synthesis', None),
              ('current samples', 'current', 'current'),
-             ('cooperative learning (batch-norm generator)', 'coop', 'coop'),
-             ('refinement with the residual Y (the paper)', 'refine', None),
+             ('cooperative learning (no batch norm)', 'coop', 'coop'),
+             ('cooperative learning (batch-norm generator)', 'coop_bn', 'coop'),
+             ('refinement with the residual Y (the paper)', 'refinement', None),
              ('refinement without the residual, U(z) = H(G(z))', 'noresidual', 'noresidual'))
 
 
@@ -247,35 +266,37 @@ def _paper_effect(name):
 
 
 CHECKS = (
-    ('Hat EBM beats its SN-GAN (Table 1)', ('refine', 'hat_ebm'), ('refine', 'generator'),
+    ('Hat EBM beats its SN-GAN (Table 1)', ('refinement', 'hat_ebm'), ('refinement', 'generator'),
      _paper_effect('hat_ebm_vs_generator')),
-    ('Hat EBM beats DDLS (Table 1)', ('refine', 'hat_ebm'), ('refine', 'ddls'),
+    ('Hat EBM beats DDLS (Table 1)', ('refinement', 'hat_ebm'), ('refinement', 'ddls'),
      _paper_effect('hat_ebm_vs_ddls')),
-    ('DDLS beats its SN-GAN (Table 1)', ('refine', 'ddls'), ('refine', 'generator'),
+    ('DDLS beats its SN-GAN (Table 1)', ('refinement', 'ddls'), ('refinement', 'generator'),
      _paper_effect('ddls_vs_generator')),
     ('retrofit beats the decoder fed N(0, I) (Section 4.2)', ('retrofit', 'hat_ebm'),
      ('retrofit', 'generator'), 'a "solid FID" of 26.01; the decoder is not scored'),
-    ('historical bank beats current samples', ('synth', 'hat_ebm'), ('current', 'hat_ebm'),
+    ('historical bank beats current samples', ('synthesis', 'hat_ebm'), ('current', 'hat_ebm'),
      paper.ABLATIONS['current']),
-    ('historical bank beats cooperative learning', ('synth', 'hat_ebm'), ('coop', 'hat_ebm'),
-     paper.ABLATIONS['coop']),
-    ('the residual Y keeps refinement stable', ('refine', 'hat_ebm'), ('noresidual', 'hat_ebm'),
+    ('historical bank beats cooperative learning', ('synthesis', 'hat_ebm'),
+     ('coop', 'hat_ebm'), paper.ABLATIONS['coop']),
+    ('historical bank beats cooperative learning with batch norm', ('synthesis', 'hat_ebm'),
+     ('coop_bn', 'hat_ebm'), paper.ABLATIONS['coop']),
+    ('the residual Y keeps refinement stable', ('refinement', 'hat_ebm'), ('noresidual', 'hat_ebm'),
      paper.ABLATIONS['noresidual']),
 )
 
 
 def _checks(records):
   """CHECKS, with Table 1's three repeated on CelebA when its refinement stages ran."""
-  if not any(k.startswith('refine_celeba_s') for k in records):
+  if not any(k.startswith('refinement_celeba_s') for k in records):
     return CHECKS
   out = []
   for claim, (bp, bk), (wp, wk), published in CHECKS:
-    if (bp, wp) != ('refine', 'refine'):
+    if (bp, wp) != ('refinement', 'refinement'):
       out.append((claim, (bp, bk), (wp, wk), published))
       continue
     name = {('hat_ebm', 'generator'): 'hat_ebm_vs_generator', ('hat_ebm', 'ddls'):
             'hat_ebm_vs_ddls', ('ddls', 'generator'): 'ddls_vs_generator'}[(bk, wk)]
-    for data, prefix in (('cifar10', 'refine'), ('celeba', 'refine_celeba')):
+    for data, prefix in (('cifar10', 'refinement'), ('celeba', 'refinement_celeba')):
       out.append((claim.replace('(Table 1)', f'(Table 1, {DATA_NAMES[data]})'),
                   (prefix, bk), (prefix, wk), percent(paper.EFFECTS[data][name])))
   return out
