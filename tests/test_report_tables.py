@@ -22,12 +22,12 @@ def records_for(seeds, shift=0.0, prefixes=('',)):
   for s in seeds:
     d = s * shift
     for extra in prefixes:
-      records[f'refinement{extra}_s{s}'] = fid_record(generator=[18.5 + d, 18.6 + d, 18.7 + d],
-                                                  ddls=[14.5 + d, 14.6 + d, 14.7 + d],
-                                                  hat_ebm=[14.0 + d, 14.1 + d, 14.2 + d])
+      records[f'refinement{extra}_s{s}'] = fid_record(
+          generator=[18.5 + d, 18.6 + d, 18.7 + d], ddls=[14.5 + d, 14.6 + d, 14.7 + d],
+          hat_ebm=[14.0 + d, 14.1 + d, 14.2 + d])
       records[f'sngan{extra}_s{s}'] = fid_record(generator=[18.4 + d, 18.6 + d, 18.8 + d])
     records[f'synthesis_s{s}'] = fid_record(hat_ebm=[19.1 + d, 19.3 + d, 19.5 + d],
-                                        generator=[25.0 + d, 25.5 + d, 26.0 + d])
+                                            generator=[25.0 + d, 25.5 + d, 26.0 + d])
     records[f'retrofit_s{s}'] = fid_record(generator=[200.0 + d, 201.0 + d, 202.0 + d],
                                            hat_ebm=[26.0 + d, 26.1 + d, 26.2 + d])
     records[f'current_s{s}'] = {'failed': True, 'exit_code': 1}

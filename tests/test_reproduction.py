@@ -30,9 +30,10 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   assert names[:6] == ['synthesis_s0', 'sngan_s0', 'refinement_s0', 'autoencoder_s0',
                        'retrofit_s0', 'ood_s0']
   assert [n for n in names if n.endswith('_s1') and not n.startswith(
-      ('synthesis', 'sngan', 'refinement', 'autoencoder', 'retrofit', 'ood'))] == [
+      ('synthesis', 'sngan', 'refinement', 'autoencoder', 'retrofit', 'ood', 'nearood'))] == [
           'current_s1', 'coop_s1', 'coop_bn_s1', 'noresidual_s1']
-  assert names[-1] == 'figures' and set(stages[-1].after) == set(names[:-1])
+  assert names[-2:] == ['figures', 'calibration']
+  assert set(stages[-2].after) == set(names[:-2]) and stages[-1].after == ('figures',)
   lines = [line for s in stages for line in s.command_lines()]
   assert not any('num_steps' in line for line in lines)  # each config's own length
   assert all(line.startswith('python experiments/') for line in lines)
@@ -48,6 +49,19 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
       'langevin.use_residual': False, 'sampling.use_residual': False}
   assert noresidual.config == s['refinement_s0'].config == 'experiments/configs/digits_refine.py'
   assert not any('perf.precision' in line for line in lines)  # digits: the configs' own
+  # Table 3's near-OOD set: a model of digits 0-4 scored on the others.
+  assert s['nearood_s1'].command_lines() == [
+      'python experiments/train_synthesis.py --config=experiments/configs/digits_synth.py '
+      '--workdir=nearood_s1 --config.seed=1 --config.data.classes=0,1,2,3,4',
+      'python experiments/evaluate_ood.py --workdir=nearood_s1 --sets=other_digits']
+  assert s['nearood_s1'].result == 'ood' and s['nearood_s1'].outputs[-1] == 'nearood_s1/ood.json'
+  assert pipeline.resolved_config(s['nearood_s1']).data.classes == (0, 1, 2, 3, 4)
+  figures = s['figures'].command_lines()
+  assert sum('compare_baselines.py' in c for c in figures) == 2  # refinement and retrofit
+  assert all('--num_samples=500' in c for c in figures if 'sample.py' in c)
+  calibrate = s['calibration'].commands[0]
+  assert calibrate[1] == 'experiments/calibrate_fid.py' and '--num=1000' in calibrate
+  assert 'retrofit=samples/retrofit/samples.npz' in calibrate[-3]
 
 
 def test_paper_scale_pins_float32_unless_told_and_can_import_the_published_sngan(tmp_path):
@@ -324,70 +338,118 @@ def test_sigterm_stops_the_running_child_and_leaves_the_stage_resumable(tmp_path
 
 # ---- the report -------------------------------------------------------------------------------
 def made_up(fids, failed=(), scale='digits'):
-  records = {f'{prefix}_s{seed}': dict(result=r, commands=['cmd'], seconds=1.0, scale=scale)
-             for prefix, rows in fids.items() for seed, r in enumerate(rows)}
+  """Records {<prefix>_s<seed>: done record}: fids {prefix: per seed {method: FID runs}}."""
+  records = {}
+  for prefix, rows in fids.items():
+    for seed, methods in enumerate(rows):
+      result = {m: sum(runs) / len(runs) for m, runs in methods.items()}
+      result.update({f'{m}_runs': list(runs) for m, runs in methods.items()})
+      records[f'{prefix}_s{seed}'] = dict(result=result, commands=['cmd'], seconds=1.0,
+                                          scale=scale)
   records.update({name: dict(failed=True, guard='runaway at step 5', commands=['cmd'])
                   for name in failed})
   return records
 
 
-def test_report_checks_signs_per_seed_and_counts_guard_stops_beside_a_healthy_reference(
+def table(markdown, title):
+  """(header cells, rows) of the markdown table under the heading that starts with `title`."""
+  block = markdown.split('## ' + title, 1)[1].split('\n## ', 1)[0]
+  rows = [[c.strip() for c in line.strip().strip('|').split('|')]
+          for line in block.splitlines() if line.startswith('|')]
+  return rows[0], rows[2:]
+
+
+def test_report_checks_are_paired_intervals_and_guard_stops_count_beside_a_healthy_reference(
     tmp_path):
   records = made_up({
-      'synthesis': [dict(hat_ebm=10.0, generator=20.0)] * 2,
-      'sngan': [dict(generator=40.0)] * 3,
-      'refinement': [dict(hat_ebm=h, generator=40.0, ddls=d) for h, d in
-                     ((14.0, 39.0), (12.0, 11.0), (16.0, 41.0))],
-      'retrofit': [dict(hat_ebm=15.0, generator=200.0)] * 3,
-      'noresidual': [dict(hat_ebm=h) for h in (13.0, 12.5, 15.0)],
-      'coop_bn': [dict(hat_ebm=90.0)] * 3,
+      'synthesis': [dict(hat_ebm=[10.0, 10.2], generator=[20.0, 20.2])] * 2,
+      'sngan': [dict(generator=[40.0, 40.2])] * 3,
+      'refinement': [dict(hat_ebm=[h, h + 0.2], generator=[40.0, 40.2], ddls=[d, d + 0.2])
+                     for h, d in ((14.0, 39.0), (12.0, 11.0), (16.0, 41.0))],
+      'retrofit': [dict(hat_ebm=[15.0, 15.2], generator=[200.0, 200.2])] * 3,
+      'noresidual': [dict(hat_ebm=[h, h]) for h in (13.0, 12.5, 15.0)],
+      'coop_bn': [dict(hat_ebm=[90.0, 90.0])] * 3,
   }, failed=('current_s0', 'current_s2', 'coop_s0', 'coop_s1'))
-  records['coop_s2'] = dict(result=dict(hat_ebm=9.0), commands=['cmd'])
-  markdown, data = report_lib.build_report(records, options(tmp_path, seeds=(0, 1, 2)))
-  verdicts = {c['check'].split(' (')[0]: c['verdict'] for c in data['checks']}
-  assert verdicts['Hat EBM beats its SN-GAN'] == 'yes (14.00 vs 40.00; on 3 of 3 seeds)'
-  assert verdicts['Hat EBM beats DDLS'] == 'yes (14.00 vs 30.33; on 2 of 3 seeds)'
+  records['calibration'] = dict(commands=['cmd'], result=dict(calibration=CALIBRATION, coverage={
+      'synthesis': dict(COVERAGE, rarest_share=0.02)}, missing=['current']))
+  markdown, data = report_lib.build_report(records, options(tmp_path, seeds=(0, 1, 2)),
+                                           figures=['synthesis_s0_training_curves.png'])
+  checks = {c['check']: c for c in data['checks']}
+  sngan = checks['Hat EBM beats its SN-GAN (Table 1)']
+  # Paired over 3 seeds: differences 26, 28, 24 -> mean 26, sd 2, t(0.975, 2) = 4.303.
+  assert sngan['verdict'] == 'holds' and sngan['n'] == 3
+  assert (sngan['low'], sngan['high']) == pytest.approx((26 - 4.303 * 2 / 3 ** 0.5,
+                                                         26 + 4.303 * 2 / 3 ** 0.5), abs=1e-3)
+  assert checks['Hat EBM beats DDLS (Table 1)']['verdict'] == 'not resolved at 3 seeds'
+  current = checks['historical bank beats current samples']
   # current_s2's reference synthesis_s2 never finished: only seed 0 counts.
-  assert verdicts['historical bank beats current samples'] == (
-      'yes: the ablation was stopped by the guard for seeds [0]')
-  ablations = {r['label']: r for r in data['tables']['ablations']}
-  assert ablations['current samples']['not_counted_seeds'] == [2]
-  assert verdicts['historical bank beats cooperative learning'] == (
-      'yes: the ablation was stopped by the guard for seeds [0, 1]')
-  assert verdicts['historical bank beats cooperative learning with batch norm'] == (
-      'yes (10.00 vs 90.00; on 2 of 2 seeds)')
-  assert verdicts['the residual helps refinement'] == (
-      'NO (14.00 vs 13.50; on 1 of 3 seeds; the gap is within one std over seeds)')
-  assert '| Hat EBM X = G(Z_K) + Y_K | 14.00 ± 1.63 | refinement_s* |' in markdown
-  assert markdown.index('## Table 1: refinement') < markdown.index('## Table 2: synthesis')
-  assert '| SN-GAN G(Z0) | 40.00 ± 0.00 | refinement_s* |' in markdown
-  assert '| retrained SN-GAN scored on its own | 40.00 ± 0.00 | sngan_s* |' in markdown
-  assert data['tables']['refinement'][2]['per_seed'] == [14.0, 12.0, 16.0]
-  assert '| current samples | – | current_s* (stopped by the guard: seeds [0]) (stopped, ' \
-         'reference not healthy: seeds [2]) |' in markdown
-  assert 'Training precision: each config\'s own' in markdown
-  assert runner_lib.result_line(dict(result=dict(hat_ebm=13.213, hat_ebm_runs=[13.213],
-                                                 generator=23.0, data=2.96))) == (
-      '; hat_ebm 13.21, generator 23.00')
-  assert runner_lib.result_line({}) == ''
+  assert current['failed_counted'] == [0] and current['failed_not_counted'] == [2]
+  assert checks['historical bank beats cooperative learning']['verdict'] == 'holds'
+  assert checks['the residual Y keeps refinement stable']['verdict'] == 'not resolved at 3 seeds'
+  head, rows = table(markdown, 'Table 1')
+  assert head[1:3] == ['ours: FID ± sd over 3 seeds', 'eval sd (2 FID runs)']
+  hat = next(r for r in rows if r[0] == 'Hat EBM X = G(Z_K) + Y_K')
+  assert hat[1:3] == ['14.10 ± 2.00', '0.14']  # sample std (ddof 1) and the FID runs' std
+  assert hat[4] == '14.04 ± 0.11 (CIFAR-10); 5.98 ± 0.02 (CelebA)'
+  assert markdown.index('## Table 1') < markdown.index('## Table 2') < markdown.index(
+      '## Table 3')
+  assert ' of 3 seeds' not in markdown and 'within one std' not in markdown  # no counts
+  _, rows = table(markdown, 'How far this FID can go')
+  assert rows[0][1] == '2.96 ± 0.10' and rows[1][1] == '0.25 ± 0.02'
+  assert 'gap below ~2' in markdown and '| synthesis | 2.0% (class 3) |' in markdown
+  assert 'No samples to check of: current.' in markdown
+  assert '### Training curves' in markdown
+  assert '![synthesis_s0_training_curves.png](figures/synthesis_s0_training_curves.png)' in markdown
+  assert data['calibration']['calibration']['num'] == 1000
+  assert 'Precision: each config\'s own' in markdown
 
 
-def test_paper_report_from_one_seed_is_well_formed_with_the_papers_numbers(tmp_path):
+CALIBRATION = dict(num=1000, replacement=True, test_size=297,
+                   floor=dict(mean=2.96, std=0.1, runs=3),
+                   memorisation=dict(mean=0.25, std=0.02, runs=3),
+                   dropped_class=dict(mean=2.0, std=0.1, runs=3, label=8),
+                   test=dict(counts=[30] * 9 + [27], rarest_class=9, rarest_share=27 / 297,
+                             nn_mean=4.0, nn_p5=2.5))
+COVERAGE = dict(counts=[50] * 10, rarest_class=3, rarest_share=0.1, nn_mean=3.9,
+                share_closer_than_test_p5=0.06)
+
+
+def test_paper_report_of_one_seed_with_three_fid_runs_prints_the_evaluation_std(tmp_path):
+  runs = dict(hat_ebm=[19.1, 19.3, 19.5], generator=[25.0, 25.5, 26.0])
   records = made_up({
-      'synthesis': [dict(hat_ebm=20.0, generator=30.0)],
-      'refinement': [dict(hat_ebm=15.0, generator=19.0)],
-      'current': [dict(hat_ebm=25.0)],
-  })
-  records['sngan_release'] = dict(result=dict(generator=18.6), commands=['cmd'], seconds=1.0)
+      'synthesis': [runs], 'refinement': [dict(hat_ebm=[14.0, 14.1, 14.2],
+                                               generator=[18.5, 18.6, 18.7],
+                                               ddls=[14.5, 14.6, 14.7])],
+      'current': [dict(hat_ebm=[25.0, 25.0, 25.0])], 'coop_bn': [dict(hat_ebm=[30.0, 31, 32])],
+  }, scale='paper', failed=('coop_s0',))
+  records['sngan_release'] = dict(result=dict(generator=18.6, generator_runs=[18.5, 18.7]),
+                                  commands=['cmd'], seconds=1.0)
+  records['synthesis_s0']['computed_in'] = 'float32'
   o = options(tmp_path, scale='paper', seeds=(0,), release_sngan='/rel')
-  markdown, data = report_lib.build_report(records, o, figures=['synthesis_langevin_path.png'])
-  tables = [block for block in markdown.split('## ') if '|---|' in block]
-  for block in tables:
+  configs = {'cifar10_synth': config_lib.load_file(os.path.join(
+      os.path.dirname(__file__), '..', 'experiments', 'configs', 'cifar10_synth.py'))}
+  configs['cifar10_synth'].perf.precision = 'float32'
+  markdown, data = report_lib.build_report(records, o, ['synthesis_langevin_path.png'], configs)
+  for block in markdown.split('\n## '):
     widths = {line.count('|') for line in block.splitlines() if line.startswith('|')}
-    assert len(widths) == 1, block  # every row as wide as its header
-  assert '| Hat EBM X = G(Z) + Y | 20.00 ± 0.00 | synthesis_s* | 19.30 ± 0.15 |' in markdown
-  assert '| published SN-GAN scored on its own, cifar10 | 18.60 ± 0.00 | sngan_release | ' \
-         '18.58 |' in markdown
-  assert 'Training precision: float32 (pinned for the paper scale' in markdown
+    assert len(widths) <= 1, block  # every row as wide as its header
+  head, rows = table(markdown, 'Table 2')
+  assert head[1:3] == ['ours: FID (1 seed: no sd)', 'eval sd (3 FID runs)']
+  assert rows[0][:5] == ['Hat EBM X = G(Z) + Y, cifar10_synth', '19.30', '0.20', '-24.3%',
+                         '19.30 ± 0.15']
+  head, rows = table(markdown, 'Table 1')
+  published = next(r for r in rows if r[0].startswith('published SN-GAN'))
+  assert published[1:3] == ['18.60', '0.14'] and published[4] == '18.58 ± 0.08'
+  assert published[-1] == 'sngan_release'
+  head, rows = table(markdown, 'Ablations')
+  assert head == ['', 'ours: FID (1 seed: no sd)', 'eval sd (3 FID runs)', 'paper', 'stages']
+  assert [len(r) for r in rows] == [5] * 6 and rows[2][-1] == 'coop_s* (failed: seeds [0])'
+  assert 'Precision: float32, pinned for the paper scale; the runs computed in float32' in markdown
+  _, rows = table(markdown, 'Settings')
+  assert ['cifar10_synth', 'cifar10_synth', 'precision', '`perf.precision`', 'float32',
+          'float32', ''] in rows
   assert data['precision'] == 'float32' and data['sngan'] == 'published'
+  assert data['tables']['synthesis'][0]['eval_std'] == pytest.approx(0.2)
+  assert data['tables']['synthesis'][0]['paper'] == [19.30, 0.15]
   assert '![synthesis_langevin_path.png](figures/synthesis_langevin_path.png)' in markdown
+  assert '± 0.00' not in markdown  # one seed never prints a zero spread

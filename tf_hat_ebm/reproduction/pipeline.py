@@ -6,6 +6,7 @@ of the name of one of reproduce.py's own that it did not write is refused, never
 """
 import json
 import os
+import re
 import shutil
 
 from tf_hat_ebm import cli
@@ -127,23 +128,81 @@ def dry_run(stages, options, print_fn=print):
       print_fn(f'# config: {config.to_json_best_effort(sort_keys=True)}')
 
 
-def collect_figures(out):
-  """Copies the Langevin paths and sample grids of the figures stage into out/figures/; their
-  names."""
-  source, target = os.path.join(out, 'samples'), os.path.join(out, 'figures')
-  os.makedirs(target, exist_ok=True)
+def sample_figures(out):
+  """[(source, name)] of the figures stage's first sample grid and Langevin path per model, and
+  its baseline grids (compare_baselines.py)."""
+  source, pairs = os.path.join(out, 'samples'), []
   for model in sorted(os.listdir(source)) if os.path.isdir(source) else []:
     for name in sorted(os.listdir(os.path.join(source, model))):
-      if name == 'langevin_path.png' or (name.startswith('samples_') and name.endswith('.png')):
-        shutil.copyfile(os.path.join(source, model, name),
-                        os.path.join(target, f'{model}_{name}'))
+      if name in ('langevin_path.png', 'samples_grid_000.png') or (
+          model.endswith('_baselines') and name.endswith('.png')):
+        pairs.append((os.path.join(source, model, name), f'{model}_{name}'))
+  return pairs
+
+
+def stage_figures(out, stages):
+  """[(source, name)] of each training's curves and each OOD stage's energy histograms."""
+  pairs = []
+  for stage in stages:
+    if stage.kind in stages_lib.TRAINED and stage.workdir:
+      pairs.append((os.path.join(out, stage.workdir, 'training_curves.png'),
+                    f'{stage.name}_training_curves.png'))
+    if stage.result == 'ood':
+      pairs.append((os.path.join(out, os.path.dirname(stage.outputs[-1]), 'ood_energies.png'),
+                    f'{stage.name}_ood_energies.png'))
+  return pairs
+
+
+TRAINING_GRID = re.compile(r'^samples_(\d+)\.png$')  # summaries.py's fixed-seed training grids
+HISTORICAL_ARMS = (('historical bank (the paper)', 'synthesis'), ('current samples', 'current'),
+                   ('cooperative', 'coop'), ('cooperative, batch-norm generator', 'coop_bn'))
+
+
+def historical_figure(out, seed, path):
+  """The four generator-update arms' training grids side by side at HISTORICAL_STEP (else the
+  last step all of them reached); the figure's metadata, or None without the four runs."""
+  dirs = [os.path.join(out, f'{arm}_s{seed}', 'samples') for _, arm in HISTORICAL_ARMS]
+  if not all(os.path.isdir(d) for d in dirs):
+    return None
+  steps = set.intersection(*[{int(m.group(1)) for m in map(TRAINING_GRID.match, os.listdir(d))
+                              if m} for d in dirs])
+  if not steps:
+    return None
+  step = stages_lib.HISTORICAL_STEP if stages_lib.HISTORICAL_STEP in steps else max(steps)
+  from tf_hat_ebm import figures  # pylint: disable=g-import-not-at-top
+  panels = [(label, os.path.join(d, f'samples_{step:07d}.png'))
+            for (label, _), d in zip(HISTORICAL_ARMS, dirs)]
+  return figures.montage(panels, f'The generator update: fixed-seed training samples X = G(Z) + '
+                         f'Y of each arm at step {step} (seed {seed})', path)
+
+
+def collect_figures(out, stages, seed):
+  """Copies the report's figures into out/figures/ (and draws the historical-update montage);
+  their names."""
+  target = os.path.join(out, 'figures')
+  os.makedirs(target, exist_ok=True)
+  for source, name in sample_figures(out) + stage_figures(out, stages):
+    if os.path.exists(source):
+      shutil.copyfile(source, os.path.join(target, name))
+  historical_figure(out, seed, os.path.join(target, 'historical_generator_update.png'))
   return sorted(f for f in os.listdir(target) if f.endswith('.png'))
 
 
-def write_report(records, options):
+def run_configs(stages, seed):
+  """{config name: resolved config} of the first seed's trainings (not the ablation arms)."""
+  configs = {}
+  for stage in stages:
+    if stage.config and stage.reference is None and stage.name.endswith(f'_s{seed}'):
+      name = os.path.basename(stage.config.partition(':')[0])[:-len('.py')]
+      configs.setdefault(name, resolved_config(stage))
+  return configs
+
+
+def write_report(records, options, stages):
   """report.md, report.json, figures/ and the markdown in TensorBoard's text tab."""
-  out = options.out
-  markdown, data = report_lib.build_report(records, options, collect_figures(out))
+  out, seed = options.out, options.seeds[0]
+  markdown, data = report_lib.build_report(records, options, collect_figures(out, stages, seed),
+                                           run_configs(stages, seed))
   runner_lib.write_text(os.path.join(out, 'report.md'), markdown)
   runner_lib.write_json(os.path.join(out, 'report.json'), data)
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -171,7 +230,7 @@ def reproduce(options, run_command=None, print_fn=print):
     with workdir_lib.WorkdirLock(options.out, log=print_fn, name=LOCK,
                                  what='another reproduce.py'):
       records = runner_lib.Runner(stages, options, run_command, print_fn).run_all()
-      markdown, _ = write_report(records, options)
+      markdown, _ = write_report(records, options, stages)
   print_fn(markdown)
   print_fn(f'\nreport: {os.path.join(options.out, "report.md")} (and report.json, figures/, '
            f'TensorBoard text in {os.path.join(options.out, "tensorboard")})')

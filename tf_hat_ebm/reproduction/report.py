@@ -1,9 +1,25 @@
-"""The reproduction's report from the stages' records: tables, checks, markdown and JSON.
+"""The reproduction's report from the stages' records: the paper's tables, checks, calibration,
+settings, figures and commands, as markdown and a JSON-able dict.
 
-Pure functions: records (the stages' done.json contents) in, (markdown, JSON-able dict) out.
-Numbers are mean ± std over the training seeds; the paper scale puts the paper's beside them.
+Pure functions: records (the stages' done.json contents) in, (markdown, data) out. The tables
+and their statistics are tables.py's and statistics.py's (mean ± sample std over seeds, the
+evaluation std over FID runs, paired 95% intervals); the paper's numbers are paper.py's.
 """
 from tf_hat_ebm.reproduction import stages as stages_lib
+from tf_hat_ebm.reproduction import tables
+
+# Figures by what they show, in the report's order: (heading, test on the file name).
+FIGURE_SECTIONS = (
+    ('Training curves of each stage (the evidence of a stable or a failed training)',
+     lambda f: f.endswith('_training_curves.png')),
+    ('Baselines beside the Hat EBM, from the same latents Z0 (SN-GAN / decoder of N(0, I), '
+     'DDLS, Hat EBM)', lambda f: '_baselines_' in f),
+    ('The historical generator update: each arm\'s training grid at one step',
+     lambda f: f.startswith('historical_generator_update')),
+    ('OOD: the energy H(x) of test digits and of each OOD set',
+     lambda f: f.endswith('_ood_energies.png')),
+    ('Samples and Langevin paths (seed 0\'s models)', lambda f: True),
+)
 
 
 def hms(seconds):
@@ -11,226 +27,112 @@ def hms(seconds):
   return f'{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}'
 
 
-def stats(values):
-  """('mean ± std', mean, std) of the values that are not None (population std), or '–'."""
-  values = [v for v in values if v is not None]
-  if not values:
-    return '–', None, None
-  mean = sum(values) / len(values)
-  std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
-  return f'{mean:.2f} ± {std:.2f}', mean, std
+def fid_flags(options):
+  """(samples per FID run, feature network) the scale's FID stages use."""
+  sized = stages_lib.EVAL_SIZES.get(options.size, {})
+  flags = sized.get('fid', stages_lib.SCALES[options.scale].fid)
+  num = next((int(f.split('=', 1)[1]) for f in flags if f.startswith('--num_samples=')), None)
+  if options.scale == 'paper':
+    return num or 50_000, 'Inception pool_3 (TF-GAN)'
+  return num or 5_000, "the digits classifier's features (tf_hat_ebm/evaluation/features.py)"
 
 
-def stage_names(pattern, seeds):
-  """The stages a row reads: `pattern` per seed ('refinement_s{seed}'), or one shared stage."""
-  names = [pattern.format(seed=s) for s in seeds]
-  return list(dict.fromkeys(names))
+def precision_text(options, records):
+  """The training precision asked for, and the one the runs computed in (run_info.json)."""
+  asked = options.training_precision()
+  said = asked or "each config's own (perf.precision)"
+  if asked == 'float32' and not options.precision:
+    said += ', pinned for the paper scale'
+  computed = sorted({r['computed_in'] for r in records.values() if r.get('computed_in')})
+  return said + (f'; the runs computed in {", ".join(computed)}' if computed else '')
 
 
-def collect(records, pattern, key, seeds):
-  return [records.get(name, {}).get('result', {}).get(key) for name in stage_names(pattern, seeds)]
+def header(options, records):
+  num, net = fid_flags(options)
+  lines = tables.header(options.scale, list(options.seeds), precision_text(options, records),
+                        num, net)
+  if options.size:
+    lines[0] = lines[0][:-1] + f', config size {options.size})'
+  return lines
 
 
-def healthy(record):
-  """A stage record that finished (not stopped by the guard)."""
-  return bool(record) and not record.get('failed') and 'result' in record
+def near_ood_models(options):
+  """Table 3's models: the synthesis model, and the model of some digits (near-OOD)."""
+  classes = stages_lib.SCALES[options.scale].near_ood_classes
+  near = (('nearood', f'model of digits {classes[0]}-{classes[-1]}'),) if classes else ()
+  return (('ood', ''),) + near
 
 
-def guard_stops(records, arm, seeds):
-  """Seeds whose ablation arm the guard stopped beside a reference arm that finished healthy
-  (the paper's instability), and those whose reference did not (not counted)."""
-  counted, not_counted = [], []
-  for seed in seeds:
-    record = records.get(f'{arm}_s{seed}', {})
-    if not record.get('failed'):
-      continue
-    reference = stages_lib.ABLATIONS[arm][0]
-    (counted if healthy(records.get(f'{reference}_s{seed}')) else not_counted).append(seed)
-  return counted, not_counted
+def synthesis_configs(options):
+  """Table 2's rows: [(stage prefix, config name)], the main synthesis first."""
+  scale = stages_lib.SCALES[options.scale]
+  return [('synthesis', scale.configs['synthesis'])] + [
+      (f'synthesis_{data}', config) for data, config in scale.more_synthesis]
 
 
-class _Report:
-  """Accumulates the markdown lines, the tables and the checks of one report."""
-
-  def __init__(self, records, options):
-    self.records, self.o, self.paper = records, options, options.scale == 'paper'
-    self.seeds = list(options.seeds)
-    self.lines, self.tables, self.checks = [], {}, []
-
-  def table(self, title, key, rows, headers):
-    self.lines.extend([f'## {title}', '', '| ' + ' | '.join(headers) + ' |',
-                       '|' + '---|' * len(headers)])
-    self.tables[key] = []
-    for row in rows:
-      assert len(row['cells']) == len(headers), (title, row['cells'])
-      self.lines.append('| ' + ' | '.join(str(c) for c in row['cells']) + ' |')
-      self.tables[key].append(row['json'])
-    self.lines.append('')
-
-  def fid_row(self, label, pattern, method, paper_value=None, paper_column=None):
-    """A table row of FIDs: label, mean ± std, the stages (and the paper's number)."""
-    per_seed = collect(self.records, pattern, method, self.seeds)
-    text, mean, std = stats(per_seed)
-    stages = pattern.format(seed='*')
-    with_paper = self.paper if paper_column is None else paper_column
-    cells = [label, text, stages] + ([paper_value or '–'] if with_paper else [])
-    return dict(cells=cells, json=dict(label=label, mean=mean, std=std, stages=stages,
-                                       per_seed=per_seed, paper=paper_value))
-
-  def headers(self, first='', value='FID'):
-    return [first, value, 'stages'] + (['paper'] if self.paper else [])
-
-  def refinement(self):
-    rows, scale = [], stages_lib.SCALES[self.o.scale]
-    datasets = [('cifar10' if self.paper else 'digits', '')] + [
-        (d, f'_{d}') for d, _, _ in scale.more_refinement]
-    for data, suffix in datasets:
-      pr = stages_lib.PAPER_REFINEMENT.get(data, {}) if self.paper else {}
-      where = f', {data}' if self.paper else ''
-      release = not suffix and self.o.release_sngan
-      gan = 'sngan_release' if release else f'sngan{suffix}_s{{seed}}'
-      which = 'published SN-GAN' if release else 'retrained SN-GAN'
-      refine = f'refinement{suffix}_s{{seed}}'
-      rows += [
-          self.fid_row(f'SN-GAN G(Z0){where}', refine, 'generator', pr.get('generator')),
-          self.fid_row(f'DDLS{where}', refine, 'ddls', pr.get('ddls')),
-          self.fid_row(f'Hat EBM X = G(Z_K) + Y_K{where}', refine, 'hat_ebm', pr.get('hat_ebm')),
-          self.fid_row(f'{which} scored on its own{where}', gan, 'generator', pr.get('generator'))]
-    self.table('Table 1: refinement of an SN-GAN', 'refinement', rows, self.headers())
-
-  def synthesis(self):
-    scale = stages_lib.SCALES[self.o.scale]
-    config = scale.configs['synthesis']
-    data = 'cifar10' if self.paper else 'digits'
-    rows = [self.fid_row('Hat EBM X = G(Z) + Y', 'synthesis_s{seed}', 'hat_ebm',
-                         stages_lib.PAPER_SYNTHESIS.get(data) if self.paper else None),
-            self.fid_row('its generator alone G(Z)', 'synthesis_s{seed}', 'generator')]
-    for data, more in scale.more_synthesis:
-      rows.append(self.fid_row(f'Hat EBM X = G(Z) + Y, {more}', f'synthesis_{data}_s{{seed}}',
-                               'hat_ebm', stages_lib.PAPER_SYNTHESIS[data]))
-    self.table(f'Table 2: synthesis ({config})', 'synthesis', rows, self.headers())
-
-  def retrofit_and_ood(self):
-    self.table('Retrofit of an autoencoder\'s decoder', 'retrofit', [
-        self.fid_row('decoder of Z ~ N(0, I)', 'retrofit_s{seed}', 'generator'),
-        self.fid_row('Hat EBM X = G(Z_K) + Y_K', 'retrofit_s{seed}', 'hat_ebm',
-                     stages_lib.PAPER_RETROFIT['hat_ebm'])], self.headers())
-    sets = sorted({k for s in self.seeds
-                   for k in self.records.get(f'ood_s{s}', {}).get('result', {})})
-    rows = []
-    for name in sets:
-      paper = stages_lib.PAPER_OOD.get(name) if self.paper else None
-      row = self.fid_row(name, 'ood_s{seed}', name, paper)
-      rows.append(row)
-    self.table('Table 3: OOD detection by the synthesis model\'s energy (AUROC)', 'ood', rows,
-               self.headers('OOD set', 'AUROC'))
-
-  def ablations(self):
-    rows = []
-    for label, arm in (('historical bank (the paper)', 'synthesis'),
-                       ('current samples', 'current'),
-                       ('cooperative learning (no batch norm)', 'coop'),
-                       ('cooperative learning (batch-norm generator)', 'coop_bn'),
-                       ('refinement with the residual Y (the paper)', 'refinement'),
-                       ('refinement without the residual, U(z) = H(G(z))', 'noresidual')):
-      row = self.fid_row(label, f'{arm}_s{{seed}}', 'hat_ebm', paper_column=False)
-      counted, not_counted = (guard_stops(self.records, arm, self.seeds)
-                              if arm in stages_lib.ABLATIONS else ([], []))
-      if counted:
-        row['cells'][2] += f' (stopped by the guard: seeds {counted})'
-      if not_counted:
-        row['cells'][2] += f' (stopped, reference not healthy: seeds {not_counted})'
-      row['json'].update(failed_seeds=counted, not_counted_seeds=not_counted)
-      rows.append(row)
-    self.table('Ablations (FID of the Hat EBM samples)', 'ablations', rows, ['', 'FID', 'stages'])
-
-  def row(self, key, label):
-    return next(r for r in self.tables[key] if r['label'].startswith(label))
-
-  def check(self, text, better, worse, stopped=()):
-    """Does `better` have the lower mean (seed by seed too)? A guard stop of the worse arm
-    beside a healthy reference counts as the paper's effect."""
-    better, worse = self.row(*better), self.row(*worse)
-    if stopped:
-      holds, verdict = True, f'yes: the ablation was stopped by the guard for seeds {stopped}'
-    elif better['mean'] is None or worse['mean'] is None:
-      holds, verdict = None, 'not measured'
-    else:
-      holds = better['mean'] < worse['mean']
-      pairs = [(b, w) for b, w in zip(better['per_seed'], worse['per_seed'])
-               if b is not None and w is not None]
-      wins = sum(b < w for b, w in pairs)
-      spread = max(better['std'] or 0.0, worse['std'] or 0.0)
-      within = len(pairs) > 1 and abs(better['mean'] - worse['mean']) < spread
-      verdict = (f'{"yes" if holds else "NO"} ({better["mean"]:.2f} vs {worse["mean"]:.2f}; '
-                 f'on {wins} of {len(pairs)} seeds'
-                 + ('; the gap is within one std over seeds' if within else '') + ')')
-    self.checks.append(dict(check=text, holds=holds, verdict=verdict))
-
-  def all_checks(self):
-    def stopped(arm):
-      return guard_stops(self.records, arm, self.seeds)[0]
-
-    self.check('Hat EBM beats its SN-GAN', ('refinement', 'Hat EBM'), ('refinement', 'SN-GAN G'))
-    self.check('Hat EBM beats DDLS', ('refinement', 'Hat EBM'), ('refinement', 'DDLS'))
-    self.check('retrofit beats the decoder fed N(0, I)', ('retrofit', 'Hat EBM'),
-               ('retrofit', 'decoder'))
-    self.check('historical bank beats current samples', ('ablations', 'historical'),
-               ('ablations', 'current'), stopped('current'))
-    for arm, label, text in (
-        ('coop', 'cooperative learning (no', 'cooperative learning'),
-        ('coop_bn', 'cooperative learning (batch', 'cooperative learning with batch norm')):
-      self.check(f'historical bank beats {text}', ('ablations', 'historical'),
-                 ('ablations', label), stopped(arm))
-    self.check('the residual helps refinement (the paper: long refinement runs without it become '
-               'unstable, its appendix "Importance of Residual Image for Stability")',
-               ('ablations', 'refinement with the'), ('ablations', 'refinement without'),
-               stopped('noresidual'))
-    self.lines.extend(['## Does each effect have the paper\'s sign?', ''])
-    self.lines.extend(f'- {c["check"]}: {c["verdict"]}' for c in self.checks)
-    self.lines.append('')
-
-  def header(self):
-    o = self.o
-    precision = o.training_precision()
-    said = precision or 'each config\'s own (perf.precision)'
-    self.lines.extend([
-        f'# Hat EBM reproduction ({o.scale} scale'
-        + (f', config size {o.size}' if o.size else '')
-        + f', seeds {", ".join(map(str, self.seeds))})', '',
-        'FID: lower is better'
-        + ('' if self.paper else ' (digits scale: small-data FID with the digits classifier, '
-           'not comparable with the paper\'s Inception FID)')
-        + '; AUROC: higher is better. Each number is '
-        f'mean ± std over {len(self.seeds)} seed(s); its stages list the commands (below).', '',
-        f'Training precision: {said}'
-        + (' (pinned for the paper scale, as the paper and the release trained)'
-           if precision == 'float32' and not o.precision else '') + '.', ''])
-
-  def commands(self, figures):
-    self.lines.extend(['## Figures', ''] + [f'![{f}](figures/{f})' for f in figures] + [''])
-    self.lines.extend(['## Commands (run in the output directory; `experiments/` is the '
-                       'project\'s)', ''])
-    for name, rec in self.records.items():
-      state = ', stopped by the guard' if rec.get('failed') else ''
-      self.lines.append(f'- `{name}` ({hms(rec.get("seconds", 0))}{state}):')
-      self.lines.extend(f'  - `{c}`' for c in rec['commands'])
-    self.lines.append('')
+def paper_tables(records, options):
+  """[(key, (lines, rows))] of the paper's tables, the retrofit, ablations and checks."""
+  scale, seeds = options.scale, list(options.seeds)
+  return [
+      ('refinement', tables.refinement_table(records, scale, seeds,
+                                             published_sngan=bool(options.release_sngan))),
+      ('synthesis', tables.synthesis_table(records, scale, seeds, synthesis_configs(options))),
+      ('ood', tables.ood_table(records, scale, seeds, near_ood_models(options))),
+      ('retrofit', tables.retrofit_table(records, scale, seeds)),
+      ('ablations', tables.ablation_table(records, seeds)),
+      ('checks', tables.checks_table(records, seeds))]
 
 
-def build_report(records, options, figures=()):
-  """(markdown, JSON-able dict) of the records {stage: done record} of `options` (Options);
-  `figures`: the file names in the report's figures/ directory."""
-  report = _Report(records, options)
-  report.header()
-  report.refinement()
-  report.synthesis()
-  report.retrofit_and_ood()
-  report.ablations()
-  report.all_checks()
-  report.commands(figures)
+def calibration_lines(records):
+  """The calibration stage's section, or a line saying it did not run."""
+  result = (records.get('calibration') or {}).get('result')
+  if not result:
+    return ['## How far this FID can go', '', 'The calibration stage did not run (it runs with '
+            'the figures at digits scale).', ''], None
+  lines = tables.calibration_section(result['calibration'], result.get('coverage'))
+  if result.get('missing'):
+    lines += [f'No samples to check of: {", ".join(result["missing"])}.', '']
+  return lines, result
+
+
+def figure_lines(figures):
+  """The figures under headings by what they show; each file once."""
+  lines, left = ['## Figures', ''], list(figures)
+  for heading, shows in FIGURE_SECTIONS:
+    chosen = [f for f in left if shows(f)]
+    left = [f for f in left if f not in chosen]
+    if chosen:
+      lines += [f'### {heading}', ''] + [f'![{f}](figures/{f})' for f in chosen] + ['']
+  return lines if figures else lines + ['No figures (the figures part did not run).', '']
+
+
+def command_lines(records):
+  lines = ['## Commands (run in the output directory; `experiments/` is the project\'s)', '']
+  for name, rec in records.items():
+    state = ', stopped by the guard' if rec.get('failed') else ''
+    lines.append(f'- `{name}` ({hms(rec.get("seconds", 0))}{state}):')
+    lines.extend(f'  - `{c}`' for c in rec.get('commands', ()))
+  return lines + ['']
+
+
+def build_report(records, options, figures=(), configs=None):
+  """(markdown, JSON-able dict) of the records {stage: done record} of `options` (Options).
+
+  figures: the file names in the report's figures/ directory; configs: {config name: resolved
+  config} of the runs, for the settings table against the paper's appendix."""
+  lines = header(options, records)
   data = dict(scale=options.scale, size=options.size, seeds=list(options.seeds),
               precision=options.training_precision() or 'config',
-              sngan=('published' if options.release_sngan else 'retrained'),
-              tables=report.tables, checks=report.checks, figures=list(figures), stages=records)
-  return '\n'.join(report.lines), data
+              sngan='published' if options.release_sngan else 'retrained', tables={})
+  for key, (table, rows) in paper_tables(records, options):
+    lines += table
+    if key == 'checks':
+      data['checks'] = rows
+    else:
+      data['tables'][key] = rows
+  calibration, data['calibration'] = calibration_lines(records)
+  settings, data['settings'] = tables.settings_table(configs or {}, options.scale)
+  lines += calibration + (settings if configs else []) + figure_lines(figures)
+  lines += command_lines(records)
+  data.update(figures=list(figures), stages=records)
+  return '\n'.join(lines), data

@@ -275,6 +275,9 @@ class Runner:
       with open(self.path(stage.outputs[-1])) as f:
         return {k: [v['fid'], v.get('fid_std')] for k, v in json.load(f).items()
                 if isinstance(v, dict) and 'fid' in v}
+    if stage.result == 'json':  # a stage's whole JSON output (the calibration)
+      with open(self.path(stage.outputs[-1])) as f:
+        return json.load(f)
     if stage.result == 'ood':
       with open(self.path(stage.outputs[-1])) as f:
         return {k: v['auroc'] for k, v in json.load(f)['sets'].items()}

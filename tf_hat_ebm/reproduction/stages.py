@@ -30,6 +30,9 @@ class Scale:
   # Table 2's and Table 1's other datasets: (dataset, config) and (dataset, SN-GAN config, config).
   more_synthesis: Tuple[Tuple[str, str], ...] = ()
   more_refinement: Tuple[Tuple[str, str, str], ...] = ()
+  # A near-OOD split: a synthesis model of these digits, scored on the others (Table 3).
+  near_ood_classes: Tuple[int, ...] = ()
+  calibrate: bool = False  # the FID's floor / memorisation bound at its N, samples' coverage
 
 
 SCALES = {
@@ -37,10 +40,10 @@ SCALES = {
     'digits': Scale(
         configs=dict(synthesis='digits_synth', sngan='digits_sngan', refinement='digits_refine',
                      autoencoder='digits_autoencoder', retrofit='digits_retrofit'),
-        fid=('--num_samples=1000', '--runs=2'), ood=(), samples=('--num_samples=64',),
+        fid=('--num_samples=1000', '--runs=2'), ood=(), samples=('--num_samples=500',),
         seconds=dict(synthesis=290, sngan=150, refinement=135, autoencoder=75, retrofit=400,
-                     fid=80, ood=10, figures=75, release=60),
-        seeds=(0, 1, 2)),
+                     fid=80, ood=10, figures=150, release=60, calibration=60),
+        seeds=(0, 1, 2), near_ood_classes=(0, 1, 2, 3, 4), calibrate=True),
     # The paper configs in float32, as the paper and the release trained.
     'paper': Scale(
         configs=dict(synthesis='cifar10_synth', sngan='cifar10_sngan',
@@ -49,24 +52,19 @@ SCALES = {
         fid=('--runs=3',), ood=(), samples=('--num_samples=64',),
         seconds=dict(synthesis=40 * 3600, sngan=20 * 3600, refinement=10 * 3600,
                      autoencoder=5 * 3600, retrofit=15 * 3600, fid=3600, ood=1800, figures=600,
-                     release=300),
+                     release=300, calibration=600),
         seeds=(0,), precision='float32',
         more_synthesis=(('celeba', 'celeba_synth'), ('imagenet128', 'imagenet128_synth'),
                         ('imagenet128_large', 'imagenet128_synth_large')),
         more_refinement=(('celeba', 'celeba_sngan', 'celeba_refine'),)),
 }
 # Evaluation sizes that go with a config size (config.SIZES): the tests' pipeline in seconds.
-EVAL_SIZES = {'tiny': dict(fid=('--num_samples=20', '--runs=1', '--batch_size=10'),
+EVAL_SIZES = {'tiny': dict(fid=('--num_samples=20', '--runs=2', '--batch_size=10'),
                            ood=('--num=50',), samples=('--num_samples=4', '--path_chains=2'),
                            seconds=5)}
 
-# The paper's numbers (CIFAR-10 / CelebA / ImageNet, Inception FID; AUROC).
-PAPER_SYNTHESIS = {'cifar10': '19.30 ± 0.15', 'celeba': '11.57 ± 0.04',
-                   'imagenet128': '40.24 ± 0.18', 'imagenet128_large': '29.37 ± 0.15'}
-PAPER_REFINEMENT = {'cifar10': {'generator': '18.58', 'ddls': '14.59', 'hat_ebm': '14.04'},
-                    'celeba': {'generator': '6.13', 'ddls': '6.06', 'hat_ebm': '5.98'}}
-PAPER_RETROFIT = {'hat_ebm': '26.01 ± 0.09'}
-PAPER_OOD = {'svhn_cropped': '0.92', 'cifar100': '0.87', 'celeb_a': '0.94'}
+# The historical-generator-update figure: each arm's training grid at this step, side by side.
+HISTORICAL_STEP = 500
 # Ablation arms: name -> (part of the reference stage's name, config overrides).
 ABLATIONS = {
     'current': ('synthesis', {'training.generator_update': 'current'}),
@@ -109,13 +107,13 @@ class Stage:
   `reference`: an ablation arm's reference stage (a guard stop counts only when it is healthy).
   """
   name: str
-  kind: str  # a TRAINED kind, or 'release', 'ood', 'figures'
+  kind: str  # a TRAINED kind, or 'release', 'ood', 'figures', 'calibration'
   part: str
   commands: List[List[str]]
   outputs: List[Optional[str]]
   workdir: Optional[str] = None
   after: Tuple[str, ...] = ()
-  result: str = 'none'  # 'fid', 'compare', 'ood' or 'none': which numbers the record holds
+  result: str = 'none'  # 'fid', 'compare', 'ood', 'json' or 'none': what the record holds
   reference: Optional[str] = None
   guard_stop_is_result: bool = False  # a guard stop is recorded (a seed sweep's), not an error
   keep_going: bool = False  # a failed command does not stop the next (figures of failed runs)
@@ -125,6 +123,11 @@ class Stage:
 
   def command_lines(self):
     return [shlex.join(c) for c in self.commands]
+
+
+def flag_value(value):
+  """A config override as a flag's text: a tuple as comma-separated values (0,1,2)."""
+  return ','.join(map(str, value)) if isinstance(value, tuple) else f'{value}'
 
 
 class _Builder:
@@ -146,7 +149,7 @@ class _Builder:
   def train_command(self, kind, config, workdir, overrides):
     cmd = ['python', f'experiments/{TRAIN_SCRIPT[kind]}', f'--config={self.config_file(config)}',
            f'--workdir={workdir}']
-    cmd += [f'--config.{k}={v}' for k, v in overrides.items()]
+    cmd += [f'--config.{k}={flag_value(v)}' for k, v in overrides.items()]
     if self.o.data_dir and not config.startswith('digits'):
       cmd.append(f'--config.data.data_dir={self.o.data_dir}')
     if self.o.tpu:
@@ -198,10 +201,27 @@ class _Builder:
                    extra={'generator.path': f'autoencoder{s}'})
     if 'ood' in parts:
       self.stages.append(Stage(
-          f'ood{s}', 'ood', 'ood',
-          [['python', 'experiments/evaluate_ood.py', f'--workdir=synthesis{s}'] + self.ood
-           + ([f'--data_dir={self.o.data_dir}'] if self.o.data_dir else [])],
+          f'ood{s}', 'ood', 'ood', [self.ood_command(f'synthesis{s}')],
           [f'synthesis{s}/ood.json'], after=(f'synthesis{s}',), result='ood'))
+      if self.scale.near_ood_classes:
+        self.near_ood(seed)
+
+  def ood_command(self, workdir, sets=()):
+    return (['python', 'experiments/evaluate_ood.py', f'--workdir={workdir}'] + self.ood
+            + ([f'--sets={",".join(sets)}'] if sets else [])
+            + ([f'--data_dir={self.o.data_dir}'] if self.o.data_dir else []))
+
+  def near_ood(self, seed):
+    """A synthesis model of some digits, scored on the other digits (a semantic near-OOD set)."""
+    name = f'nearood_s{seed}'
+    self.trained(name, 'synthesis', 'ood', seed, scored=False,
+                 extra={'data.classes': self.scale.near_ood_classes},
+                 label='synthesis model of digits ' + ', '.join(
+                     map(str, self.scale.near_ood_classes)))
+    stage = self.stages[-1]
+    stage.commands.append(self.ood_command(name, ('other_digits',)))
+    stage.outputs.append(f'{name}/ood.json')
+    stage.result = 'ood'
 
   def refinement(self, seed, data, gan_config, config):
     s = f'_s{seed}'
@@ -236,8 +256,29 @@ class _Builder:
       cmds.append(['python', 'experiments/sample.py', f'--workdir={model}', f'--output={target}',
                    '--overwrite'] + self.samples)
       outputs.append(f'{target}/langevin_path.png')  # its last file
+    for model in models:  # the baselines from the same Z0: SN-GAN / decoder, DDLS
+      if model.rsplit('_s', 1)[0] in ('refinement', 'retrofit'):
+        target = f'samples/{model.rsplit("_s", 1)[0]}_baselines'
+        cmds.append(['python', 'experiments/compare_baselines.py', f'--workdir={model}',
+                     f'--out={target}', '--fid_samples=0', '--num=64', '--overwrite'])
+        outputs.append(f'{target}/side_by_side.png')
     self.stages.append(Stage('figures', 'figures', 'figures', cmds, outputs,
                              after=tuple(st.name for st in self.stages), keep_going=True))
+    if self.scale.calibrate and models:
+      self.calibration(models)
+
+  def calibration(self, models):
+    """The FID's floor and memorisation bound at its N, and the coverage of each model's
+    samples (the figures stage's samples.npz)."""
+    num = next(a.split('=', 1)[1] for a in self.fid if a.startswith('--num_samples='))
+    samples = ','.join(f'{m.rsplit("_s", 1)[0]}=samples/{m.rsplit("_s", 1)[0]}/samples.npz'
+                       for m in models)
+    cmd = ['python', 'experiments/calibrate_fid.py', f'--workdir={models[0]}', f'--num={num}',
+           '--feature_cache_dir=feature_cache', f'--samples={samples}',
+           '--output=calibration/calibration.json', '--overwrite']
+    self.stages.append(Stage('calibration', 'calibration', 'figures', [cmd],
+                             ['calibration/calibration.json'], after=('figures',),
+                             result='json'))
 
 
 def build(options):

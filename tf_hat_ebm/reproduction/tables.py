@@ -155,7 +155,8 @@ def refinement_table(records, scale, seeds, published_sngan=False):
       p_value, p_rel = _paper_refinement(key, data)
       rows.append((label + where, m, rel, p_value, p_rel))
       out.append(m.json(label + where, paper.REFINEMENT[data][key] if data else None))
-    ddls, hat = (Measured(records, f'refinement{suffix}', k, seeds).mean for k in ('ddls', 'hat_ebm'))
+    ddls, hat = (Measured(records, f'refinement{suffix}', k, seeds).mean
+                 for k in ('ddls', 'hat_ebm'))
     if None not in (gan.mean, ddls, hat) and gan.mean != hat:
       share = (gan.mean - ddls) / (gan.mean - hat)
       papers = [f'{100 * paper.EFFECTS[d]["ddls_share_of_gain"]:.0f}% on {DATA_NAMES[d]}'
