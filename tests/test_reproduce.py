@@ -42,12 +42,14 @@ def test_tiny_pipeline_reports_skips_when_done_and_resumes(tmp_path):
       'hat_ebm'] for s in (0, 1)]
   row = report['tables']['synthesis'][0]
   assert row['per_seed'] == per_seed
-  np.testing.assert_allclose([row['mean'], row['std']], [np.mean(per_seed), np.std(per_seed)])
+  std = np.std(per_seed, ddof=1)  # the sample std over seeds
+  np.testing.assert_allclose([row['mean'], row['std']], [np.mean(per_seed), std])
+  assert row['eval_runs'] == 2 and row['eval_std'] > 0  # 2 FID runs per seed
   with open(os.path.join(out, 'report.md')) as f:
     markdown = f.read()
-  assert (f'| Hat EBM X = G(Z) + Y | {np.mean(per_seed):.2f} ± {np.std(per_seed):.2f} | '
-          'synthesis_s* |') in markdown
-  assert '| SN-GAN G(Z0) | – |' in markdown  # a part not run is a dash, not a number
+  assert (f'| Hat EBM X = G(Z) + Y, digits_synth | {np.mean(per_seed):.2f} ± {std:.2f} | '
+          f'{row["eval_std"]:.2f} |') in markdown
+  assert '| SN-GAN G(Z0) | – | – |' in markdown  # a part not run is a dash, not a number
   assert 'train_synthesis.py' in markdown and '--config.seed=1' in markdown
   assert os.listdir(os.path.join(out, 'tensorboard'))
 
@@ -124,7 +126,8 @@ def test_finished_pipeline_only_rewrites_the_report_quietly(tmp_path):
                      timeout=120)
   assert result.returncode == 0, result.stderr
   assert '[1/1] synthesis_s0: done (skipped); hat_ebm 11.00, generator 25.00\n' in result.stdout
-  assert '| Hat EBM X = G(Z) + Y | 11.00 ± 0.00 | synthesis_s* |' in result.stdout
+  assert ('| Hat EBM X = G(Z) + Y, digits_synth | 11.00 | – | -56.0% | 19.30 ± 0.15 (CIFAR-10) '
+          '| synthesis_s* |') in result.stdout
   # Not one line of TensorFlow's C++ start-up (its E lines about CUDA factories, I, W lines).
   assert not re.search(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] ', result.stderr, re.M)
   assert sorted(os.listdir(out)) == ['.reproduce.json', 'figures', 'report.json', 'report.md',
