@@ -20,6 +20,7 @@ SCRIPTS = {
     'sample.py': ['--workdir', '--saved_model', '--checkpoint', '--overwrite'],
     'compare_baselines.py': ['--workdir', '--checkpoint', '--overwrite'],
     'import_release.py': ['--config', '--workdir', '--hat'],
+    'calibrate_fid.py': ['--workdir', '--num', '--samples', '--output', '--overwrite'],
 }
 
 

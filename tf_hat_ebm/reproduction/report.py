@@ -18,7 +18,7 @@ FIGURE_SECTIONS = (
      lambda f: f.startswith('historical_generator_update')),
     ('OOD: the energy H(x) of test digits and of each OOD set',
      lambda f: f.endswith('_ood_energies.png')),
-    ('Samples and Langevin paths (seed 0\'s models)', lambda f: True),
+    ('Samples and Langevin paths (the first seed\'s models)', lambda f: True),
 )
 
 
