@@ -453,3 +453,43 @@ def test_paper_report_of_one_seed_with_three_fid_runs_prints_the_evaluation_std(
   assert data['tables']['synthesis'][0]['paper'] == [19.30, 0.15]
   assert '![synthesis_langevin_path.png](figures/synthesis_langevin_path.png)' in markdown
   assert '± 0.00' not in markdown  # one seed never prints a zero spread
+
+
+def test_report_figures_are_collected_by_kind_with_the_historical_update_montage(tmp_path):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  png = tf.io.encode_png(np.zeros([8, 8, 3], np.uint8)).numpy()
+
+  def draw(*parts):
+    path = tmp_path.joinpath(*parts)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(png)
+
+  for arm in ('synthesis', 'current', 'coop', 'coop_bn'):
+    draw(f'{arm}_s0', 'training_curves.png')
+    for step in (250, 500, 750, 1000):
+      if not (arm == 'current' and step == 1000):  # stopped before step 1000
+        draw(f'{arm}_s0', 'samples', f'samples_{step:07d}.png')
+  draw('synthesis_s0', 'ood_energies.png')
+  for name in ('langevin_path.png', 'samples_grid_000.png', 'samples_grid_001.png'):
+    draw('samples', 'synthesis', name)
+  draw('samples', 'refinement_baselines', 'side_by_side.png')
+  stages = stages_lib.build(options(tmp_path, seeds=(0,), parts=('synthesis', 'ood',
+                                                                 'ablations', 'figures')))
+  names = pipeline.collect_figures(str(tmp_path), stages, 0)
+  assert {*(f'{arm}_s0_training_curves.png' for arm in ('synthesis', 'current', 'coop', 'coop_bn')),
+          'ood_s0_ood_energies.png', 'synthesis_langevin_path.png',
+          'synthesis_samples_grid_000.png', 'refinement_baselines_side_by_side.png',
+          'historical_generator_update.png'} == set(names)  # one sample grid per model
+  meta = pipeline.historical_figure(str(tmp_path), 0, None)
+  assert meta['panels'] == ['historical bank (the paper)', 'current samples', 'cooperative',
+                            'cooperative, batch-norm generator']
+  assert 'at step 500' in meta['title']
+  (tmp_path / 'coop_s0' / 'samples' / 'samples_0000500.png').unlink()
+  # Without step 500 in every arm: the last step all of them reached.
+  assert 'at step 750' in pipeline.historical_figure(str(tmp_path), 0, None)['title']
+  markdown, _ = report_lib.build_report({}, options(tmp_path, seeds=(0,)), names)
+  sections = markdown.split('\n### ')
+  assert [s.split('\n')[0].split(' ')[0] for s in sections[1:]] == [
+      'Training', 'Baselines', 'The', 'OOD:', 'Samples']
+  assert 'historical_generator_update.png' in sections[3]
