@@ -474,6 +474,7 @@ def test_report_figures_are_collected_by_kind_with_the_historical_update_montage
   for name in ('langevin_path.png', 'samples_grid_000.png', 'samples_grid_001.png'):
     draw('samples', 'synthesis', name)
   draw('samples', 'refinement_baselines', 'side_by_side.png')
+  draw('samples', 'refinement_baselines', 'ddls.png')  # the same grid as in side_by_side.png
   stages = stages_lib.build(options(tmp_path, seeds=(0,), parts=('synthesis', 'ood',
                                                                  'ablations', 'figures')))
   names = pipeline.collect_figures(str(tmp_path), stages, 0)

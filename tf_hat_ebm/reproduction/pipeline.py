@@ -130,12 +130,12 @@ def dry_run(stages, options, print_fn=print):
 
 def sample_figures(out):
   """[(source, name)] of the figures stage's first sample grid and Langevin path per model, and
-  its baseline grids (compare_baselines.py)."""
+  its baselines side by side (compare_baselines.py: each method's grid from the same Z0)."""
   source, pairs = os.path.join(out, 'samples'), []
   for model in sorted(os.listdir(source)) if os.path.isdir(source) else []:
     for name in sorted(os.listdir(os.path.join(source, model))):
       if name in ('langevin_path.png', 'samples_grid_000.png') or (
-          model.endswith('_baselines') and name.endswith('.png')):
+          model.endswith('_baselines') and name == 'side_by_side.png'):
         pairs.append((os.path.join(source, model, name), f'{model}_{name}'))
   return pairs
 
