@@ -74,6 +74,11 @@ def test_paper_scale_pins_float32_unless_told_and_can_import_the_published_sngan
   bf16 = by_name(stages_lib.build(options(tmp_path, scale='paper', seeds=(0,),
                                           precision='bfloat16')))
   assert '--config.perf.precision=bfloat16' in bf16['synthesis_s0'].commands[0]
+  figures = ' '.join(stages['figures'].command_lines())  # CelebA and ImageNet grids too
+  for model in ('synthesis_celeba', 'synthesis_imagenet128_large', 'refinement_celeba', 'coop'):
+    assert f'--workdir={model}_s0 --output=samples/{model} ' in figures, model
+  assert '--workdir=refinement_celeba_s0 --out=samples/refinement_celeba_baselines' in figures
+  assert 'calibration' not in stages  # the digits classifier's calibration: digits scale only
   release = by_name(stages_lib.build(options(tmp_path, scale='paper', seeds=(0,),
                                              release_sngan='/rel/c10')))
   assert 'sngan_s0' not in release and release['sngan_release'].label == 'published SN-GAN'

@@ -246,10 +246,11 @@ class _Builder:
                    reference=f'{reference}_s{seed}')
 
   def figures(self):
-    """Langevin paths and sample grids of the first seed's models, after every other stage."""
+    """Langevin paths and sample grids of the first seed's models (every dataset's), and the
+    baselines beside the Hat EBM's, after every other stage."""
     seed, cmds, outputs = self.o.seeds[0], [], []
     models = [st.name for st in self.stages if st.result == 'fid' and st.name.endswith(
-        f'_s{seed}') and st.name.rsplit('_s', 1)[0] in (
+        f'_s{seed}') and st.name.rsplit('_s', 1)[0].split('_')[0] in (
             'synthesis', 'refinement', 'retrofit', *ABLATIONS)]
     for model in models:
       target = f'samples/{model.rsplit("_s", 1)[0]}'
@@ -257,7 +258,7 @@ class _Builder:
                    '--overwrite'] + self.samples)
       outputs.append(f'{target}/langevin_path.png')  # its last file
     for model in models:  # the baselines from the same Z0: SN-GAN / decoder, DDLS
-      if model.rsplit('_s', 1)[0] in ('refinement', 'retrofit'):
+      if model.split('_')[0] in ('refinement', 'retrofit'):
         target = f'samples/{model.rsplit("_s", 1)[0]}_baselines'
         cmds.append(['python', 'experiments/compare_baselines.py', f'--workdir={model}',
                      f'--out={target}', '--fid_samples=0', '--num=64', '--overwrite'])
