@@ -10,8 +10,11 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import flops
+from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
 from tf_hat_ebm import nets
+from tf_hat_ebm import perf
+from tf_hat_ebm import registry
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import Trainer
 
@@ -199,3 +202,40 @@ def test_step_time_times_each_kind_with_its_formula(tmp_path, config, args, form
   assert result['rows'][0]['s_per_step'] > 0
   if formula is flops.joint_step_flops:
     assert result['experiment'] == 'joint'
+
+
+@pytest.mark.parametrize('experiment', ['digits_synth', 'digits_retrofit'])
+def test_xla_step_computes_what_the_plain_step_computes(tmp_path, experiment):
+  # perf.jit_compile changes rounding only: two steps with and without XLA from the same
+  # networks, data and RNG end at the same weights (and bank).
+  strategy = tf.distribute.get_strategy()
+  results = []
+  for setting in ('off', 'on'):
+    config = tiny(experiment, **{'perf.jit_compile': setting})
+    kind = registry.for_config(config)
+    extra = {}
+    if kind.baselines:  # a joint config over a fresh decoder: no trained run needed
+      extra['generator'] = generators.untrained(config, 'float32')
+    task = kind.make_task(config, strategy, **extra)
+    trainer = Trainer(task, config, str(tmp_path / setting), strategy, verbose=False)
+    assert trainer.jit_compile == (setting == 'on')
+    trainer.train(2)
+    bank = [task.bank.x.numpy()] if getattr(task, 'bank', None) is not None else []
+    results.append([v.numpy() for v in task.hat.trainable_variables] + bank)
+  for a, b in zip(*results):
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_jit_compile_auto_is_off_on_cpus_and_tpus_and_on_for_small_networks_on_a_gpu():
+  small = dict(precision='float32', replicas=1, image_size=16, hat_width=32)
+  assert perf.choose_jit_compile('auto', 'CPU', **small)[0] is False
+  assert perf.choose_jit_compile('auto', 'TPU', **small)[0] is False
+  assert perf.choose_jit_compile('auto', 'GPU', **small)[0] is True
+  assert perf.choose_jit_compile('auto', 'GPU', **dict(small, hat_width=256))[0] is False
+  assert perf.choose_jit_compile('auto', 'GPU', **dict(small, replicas=2))[0] is False
+  assert perf.choose_jit_compile('on', 'CPU', **small)[0] is True
+  assert perf.choose_jit_compile('off', 'GPU', **small)[0] is False
+  with pytest.raises(ValueError, match='does not compile on a CPU'):
+    perf.choose_jit_compile('on', 'CPU', **dict(small, precision='mixed_bfloat16'))
+  with pytest.raises(ValueError, match='must be one of'):
+    perf.choose_jit_compile(True, 'CPU', **small)
