@@ -11,6 +11,7 @@ dataset / split / resolution / feature network in `<workdir>/fid_stats/`.
 """
 import io
 import os
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -122,6 +123,7 @@ def fids_over_runs(batches, feature_net, reference, runs, verbose=True, what='sa
   for r in range(runs):
     if verbose:
       print(f'FID run {r + 1}/{runs}: {what}', flush=True)
+    start = time.perf_counter()
     acts = {}
     for out in batches(r):
       for name, x in out.items():
@@ -129,6 +131,8 @@ def fids_over_runs(batches, feature_net, reference, runs, verbose=True, what='sa
             np.asarray(tfgan.eval.run_classifier_fn(x, feature_net), np.float32))
     for name, parts in acts.items():
       fids.setdefault(name, []).append(frechet_distance(reference, np.concatenate(parts)))
+    if verbose:  # sampling, features and distances of every method of the run
+      print(f'FID run {r + 1}/{runs} took {time.perf_counter() - start:.1f} s', flush=True)
   return fids
 
 
