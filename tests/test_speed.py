@@ -234,3 +234,19 @@ def test_jit_compile_auto_is_off_on_cpus_and_tpus_and_on_for_small_networks_on_a
     perf.choose_jit_compile('on', 'CPU', **dict(small, precision='mixed_bfloat16'))
   with pytest.raises(ValueError, match='must be one of'):
     perf.choose_jit_compile(True, 'CPU', **small)
+
+
+@pytest.mark.slow
+def test_step_time_holds_each_variant_against_the_rate_of_its_own_precision(tmp_path):
+  # `default` runs in whatever the config's precision resolves to: here bf16, so its row is
+  # against the bf16 matmul rate, `fast`'s against float32's.
+  result, _ = _step_time(
+      tmp_path, f'--config={os.path.join(REPO, "experiments", "configs", "digits_synth.py")}',
+      '--config.model.hat_width=8', '--config.model.gen_width=8',
+      '--config.perf.precision=mixed_bfloat16', '--variants=default,fast')
+  rows = {r['variant']: r for r in result['rows']}
+  assert (rows['default']['peak_dtype'], rows['fast']['peak_dtype']) == ('bfloat16', 'float32')
+  for row in rows.values():
+    rate = result['matmul_gflops'][row['peak_dtype']]
+    assert row['fraction_of_matmul_rate'] == pytest.approx(
+        row['needed_gflop_per_step'] / row['s_per_step'] / rate)
