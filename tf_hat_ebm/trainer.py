@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import actions as actions_lib
 from tf_hat_ebm import data as data_lib
+from tf_hat_ebm import perf
 from tf_hat_ebm import progress
 from tf_hat_ebm import registry
 from tf_hat_ebm import run_info
@@ -21,6 +22,7 @@ from tf_hat_ebm import summaries
 from tf_hat_ebm import validation
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.actions import DivergenceError
+from tpu_utils import hardware
 from tpu_utils.strategy import worker_info
 
 
@@ -41,6 +43,9 @@ class Trainer:
     self.checkpoints = actions_lib.Checkpoints(task, self.step, self.ckpt_dir, config.training,
                                                worker, resume_from, log=self.log)
     self.guard = actions_lib.Guard(task, config, self.checkpoints, log=self.log)
+    self.jit_compile, self.jit_reason = perf.jit_compile(
+        config, hardware.compute_platform(strategy), task.precision or 'float32',
+        strategy.num_replicas_in_sync)
 
   def restore_or_initialize(self):
     resumed = self.checkpoints.restore_or_initialize()
@@ -53,12 +58,15 @@ class Trainer:
   def make_train_loop(self):
     task, strategy, step = self.task, self.strategy, self.step
     names = task.metric_names
+    # XLA compiles the step, not the loop: the iterator and the step counter stay outside it.
+    replica_step = (tf.function(task.replica_step, jit_compile=True) if self.jit_compile
+                    else task.replica_step)
 
     @tf.function
     def train_loop(iterator, num_steps):
       totals = {k: tf.constant(0.0) for k in names}
       for _ in tf.range(num_steps):
-        per_replica = strategy.run(task.replica_step, args=(next(iterator),))
+        per_replica = strategy.run(replica_step, args=(next(iterator),))
         totals = {k: totals[k] + strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica[k],
                                                  axis=None) for k in names}
         step.assign_add(1)
@@ -115,6 +123,9 @@ class Trainer:
       self._log(f'Already at step {step} = training.num_steps: nothing to train.')
       return {}
     run.start(self.task, self.strategy, step)
+    if 'perf' in self.config and 'jit_compile' in self.config.perf:
+      self._log(f'XLA for the training step: {"on" if self.jit_compile else "off"} '
+                f'({self.jit_reason})')
     train_loop = self.make_train_loop()
     writer, actions = self.make_actions(end, step)
     intervals = [every for action in actions for every in action.intervals]

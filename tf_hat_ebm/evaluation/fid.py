@@ -11,6 +11,7 @@ dataset / split / resolution / feature network in `<workdir>/fid_stats/`.
 """
 import io
 import os
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -128,6 +129,7 @@ def fids_over_runs(batches, feature_net, reference, runs, verbose=True, what='sa
       print(f'FID run {r + 1}/{runs}: {what}', flush=True)
     bar = progress.Progress(total, unit='samples') if verbose and total else None
     acts, seen = {}, 0
+    start = time.perf_counter()
     for out in batches(r):
       for name, x in out.items():
         acts.setdefault(name, []).append(
@@ -137,6 +139,8 @@ def fids_over_runs(batches, feature_net, reference, runs, verbose=True, what='sa
         bar.update(min(seen, total))
     for name, parts in acts.items():
       fids.setdefault(name, []).append(frechet_distance(reference, np.concatenate(parts)))
+    if verbose:  # sampling, features and distances of every method of the run
+      print(f'FID run {r + 1}/{runs} took {time.perf_counter() - start:.1f} s', flush=True)
   return fids
 
 
