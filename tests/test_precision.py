@@ -198,7 +198,7 @@ def test_script_runs_in_the_precision_of_this_cpu_and_says_so(tmp_path):
 @pytest.mark.slow
 def test_a_synthesis_run_imports_no_other_experiments_libraries():
   # TF-GAN and TF Probability (SN-GAN's) cost seconds of start-up a synthesis run does not need.
-  code = ('import sys; from tf_hat_ebm import run_lib, registry; '
+  code = ('import sys; from tf_hat_ebm import trainer, registry; '
           'cls = registry.get("synthesis").task_class(); '
           'print(cls.__name__, sorted(m for m in ("tensorflow_gan", "tensorflow_probability") '
           'if m in sys.modules))')

@@ -24,6 +24,7 @@ from tf_hat_ebm import export
 from tf_hat_ebm import registry
 from tf_hat_ebm import generators
 from tf_hat_ebm import run_lib
+from tf_hat_ebm import trainer as trainer_lib
 from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm import workdir as workdir_lib
 from tpu_utils.strategy import check_batch_split
@@ -371,11 +372,11 @@ def test_foreign_saved_model_is_named(tmp_path):
 def test_range_checks_name_the_config_field(field, value):
   config = tiny(**{field: value})
   with pytest.raises(ValueError, match=rf'^config field {field} must be'):
-    run_lib.validate(config)
+    trainer_lib.validate(config)
 
 
 def test_range_checks_accept_sampling_without_steps():
-  run_lib.validate(tiny(**{'sampling.steps': 0}))
+  trainer_lib.validate(tiny(**{'sampling.steps': 0}))
 
 
 def test_batch_split_rejects_non_positive_batches(two_replicas):
@@ -454,8 +455,8 @@ def pinned_refinement(tmp_path_factory):
   os.chdir(root)  # a relative generator.path: recorded absolute
   try:
     config = tiny('digits_refine', **{'generator.path': 'gan', 'model.disc_width': 8})
-    run_lib.train(config, refine, strategy, num_steps=2,
-                  verbose=False)
+    trainer_lib.train(config, refine, strategy, num_steps=2,
+                      verbose=False)
   finally:
     os.chdir(cwd)
   Trainer(sngan.SNGANTask(gan_config, strategy), gan_config, gan, strategy,
@@ -480,8 +481,8 @@ def test_resume_over_another_generator_checkpoint_names_both(pinned_refinement):
                                     'model.disc_width': 8, 'generator.checkpoint': 4})
   with pytest.raises(ValueError, match=r'made with the generator sngan .*gan ckpt-2; this '
                      r'config asks for sngan .*gan ckpt-4'):
-    run_lib.train(config, refine, tf.distribute.get_strategy(),
-                  num_steps=4, verbose=False)
+    trainer_lib.train(config, refine, tf.distribute.get_strategy(),
+                      num_steps=4, verbose=False)
 
 
 def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tmp_path):
@@ -509,7 +510,7 @@ def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tm
     ('sampling.prior_sigma', 0.0, 'sampling.prior_sigma must be a finite number > 0')])
 def test_validation_catches_values_that_reverse_or_break_a_run(field, value, message):
   with pytest.raises(ValueError, match=re.escape(message)):
-    run_lib.validate(tiny(**{field: value}))
+    trainer_lib.validate(tiny(**{field: value}))
 
 
 @pytest.mark.parametrize('section, field, value, message', [

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import trainer as trainer_lib
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import DivergenceError, Trainer
 
@@ -125,10 +125,10 @@ def test_batch_not_divisible_by_replicas(two_replicas):
 def test_validate_rejects_unknown_dataset_and_size():
   config = tiny(**{'data.name': 'imagenet'})
   with pytest.raises(ValueError, match="unknown dataset 'imagenet'"):
-    run_lib.validate(config)
+    trainer_lib.validate(config)
   config = tiny(**{'data.image_size': 24})
   with pytest.raises(ValueError, match='image size 24'):
-    run_lib.validate(config)
+    trainer_lib.validate(config)
 
 
 def run_script(*args):

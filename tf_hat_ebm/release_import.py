@@ -187,6 +187,13 @@ def import_release(config, workdir, hat, generator=None, decoder=None, encoder=N
   return workdir
 
 
+def import_command(config, workdir, hat, generator=None, decoder=None, encoder=None,
+                   generator_workdir=None, step=None):
+  """tf-hat-ebm-import-release: `import_release` of the flags' values, its workdir printed."""
+  print('wrote ' + import_release(config, workdir, hat, generator, decoder, encoder,
+                                  generator_workdir, step))
+
+
 def _conditional(config, step, hat, generator=None, **unused):
   """(config, inference model) of a synthesis run holding the release's H and G."""
   del step, unused

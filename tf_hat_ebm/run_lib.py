@@ -1,4 +1,4 @@
-"""What every experiment script does: parse flags, resolve the task, train, report errors.
+"""What every command shares: one-line errors and exit codes, output files and directories.
 
 User errors (bad flag or config, unknown dataset, impossible batch split, missing data,
 unreadable checkpoint, full disk, divergence) end the program with one clear line on stderr and a
@@ -10,48 +10,17 @@ import os
 import shutil
 import tempfile
 
-from absl import flags
 import tensorflow as tf
 
-from tf_hat_ebm import checkpoints
-from tf_hat_ebm import generators
-from tf_hat_ebm import registry
-from tf_hat_ebm import validation
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.actions import DivergenceError
-from tf_hat_ebm.cli import define_checkpoint_and_overwrite_flags  # noqa: F401 (the scripts')
-from tf_hat_ebm.cli import fail, one_line, run  # noqa: F401 (the scripts')
-from tf_hat_ebm.trainer import Trainer
+from tf_hat_ebm.cli import fail, one_line
 
 USER_ERRORS = (ValueError, DivergenceError, FileNotFoundError, PermissionError,
                NotADirectoryError, IsADirectoryError, FileExistsError)
 # Disk full (or, for ResourceExhaustedError, device memory exhausted): nothing the program can fix.
 RESOURCE_ERRORS = (tf.errors.ResourceExhaustedError, OSError)
 EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
-
-
-def validate(config):
-  """The checks of every config field (validation.py), before anything is built."""
-  return validation.validate(config, registry.for_config(config).defaults())
-
-
-def train(config, workdir, strategy, num_steps=None, verbose=True, allow_config_change=False,
-          resume_from=None):
-  """Trains the config's kind of task in workdir: the one entry of every training script."""
-  validate(config)  # before the task builds anything: one line per out-of-range field
-  generators.adopt_pin(config, workdir, allow_config_change)
-  task = registry.for_config(config).make_task(config, strategy)
-  trainer = Trainer(task, config, workdir, strategy, verbose=verbose,
-                    allow_config_change=allow_config_change, resume_from=resume_from)
-  return trainer, trainer.train(num_steps)
-
-
-def load_run_flags():
-  """load_run's keyword arguments from the flags cli.define_checkpoint_and_overwrite_flags
-  defines."""
-  f = flags.FLAGS
-  return dict(checkpoint=f.checkpoint, trust_code=f.trust_workdir_code,
-              allow_other_generator=f.allow_other_generator)
 
 
 def int_list(values, flag):
@@ -212,13 +181,6 @@ def write_json(path, result):
   workdir_lib.write_atomic(path, text)
 
 
-def interrupted_training(workdir):
-  """The Ctrl-C line of a training run: where a rerun resumes from."""
-  steps = checkpoints.list_checkpoints(os.path.join(workdir, 'checkpoints'))
-  saved = f'last checkpoint: step {steps[-1]}' if steps else 'no checkpoint saved yet'
-  return f'interrupted ({saved} in {workdir}); resume with the same command'
-
-
 def _is_resource_error(error):
   if isinstance(error, tf.errors.ResourceExhaustedError):
     return True
@@ -234,8 +196,8 @@ def main_guard(fn, interrupted=None):
     return fn()
   except USER_ERRORS as e:
     fail(one_line(e))
-  except KeyboardInterrupt:
-    fail(interrupted() if interrupted else 'interrupted', EXIT_INTERRUPTED)
+  except KeyboardInterrupt as e:  # its message, if any, says where a rerun resumes from
+    fail(interrupted() if interrupted else str(e) or 'interrupted', EXIT_INTERRUPTED)
   except RESOURCE_ERRORS as e:
     if not _is_resource_error(e):
       raise

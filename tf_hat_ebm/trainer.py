@@ -13,14 +13,55 @@ import time
 import tensorflow as tf
 
 from tf_hat_ebm import actions as actions_lib
+from tf_hat_ebm import checkpoints as checkpoints_lib
 from tf_hat_ebm import data as data_lib
+from tf_hat_ebm import generators
 from tf_hat_ebm import registry
 from tf_hat_ebm import run_info
 from tf_hat_ebm import summaries
 from tf_hat_ebm import validation
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.actions import DivergenceError
-from tpu_utils.strategy import worker_info
+from tpu_utils.strategy import make_strategy, worker_info
+
+
+def validate(config):
+  """The checks of every config field (validation.py) against its kind's defaults."""
+  return validation.validate(config, registry.for_config(config).defaults())
+
+
+def train(config, workdir, strategy, num_steps=None, verbose=True, allow_config_change=False,
+          resume_from=None):
+  """Trains the config's kind of task in workdir: the one entry of every training script.
+
+  Returns (the Trainer, the last step's metrics)."""
+  validate(config)  # before the task builds anything: one line per out-of-range field
+  generators.adopt_pin(config, workdir, allow_config_change)
+  task = registry.for_config(config).make_task(config, strategy)
+  trainer = Trainer(task, config, workdir, strategy, verbose=verbose,
+                    allow_config_change=allow_config_change, resume_from=resume_from)
+  return trainer, trainer.train(num_steps)
+
+
+def train_command(config, workdir=None, tpu=None, allow_config_change=False, checkpoint=None):
+  """tf-hat-ebm-train: trains `config` in `workdir` (default workdir/<config name>) on the
+  strategy of `tpu` (tpu_utils.make_strategy), resuming from `checkpoint` or the latest one."""
+  if workdir is not None and not workdir.strip():
+    raise ValueError('--workdir is empty: give a directory (or leave the flag out for '
+                     f'workdir/{config.name})')
+  workdir = workdir or os.path.join('workdir', config.name)
+  try:
+    return train(config, workdir, make_strategy(tpu),
+                 allow_config_change=allow_config_change, resume_from=checkpoint)
+  except KeyboardInterrupt as e:
+    raise KeyboardInterrupt(interrupted_message(workdir)) from e
+
+
+def interrupted_message(workdir):
+  """The Ctrl-C line of a training run: where a rerun resumes from."""
+  steps = checkpoints_lib.list_checkpoints(os.path.join(workdir, 'checkpoints'))
+  saved = f'last checkpoint: step {steps[-1]}' if steps else 'no checkpoint saved yet'
+  return f'interrupted ({saved} in {workdir}); resume with the same command'
 
 
 class Trainer:
