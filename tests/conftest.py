@@ -1,5 +1,9 @@
 """Test setup: two logical CPU devices (for MirroredStrategy tests) and tiny configs."""
+import ast
+import contextlib
+import io
 import os
+import subprocess
 import tempfile
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
@@ -14,6 +18,7 @@ os.environ.setdefault('TF_HAT_EBM_CACHE', tempfile.mkdtemp(prefix='tf_hat_ebm_ca
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from tf_hat_ebm import cli  # noqa: E402
 from tf_hat_ebm import config as config_lib  # noqa: E402
 from tf_hat_ebm import registry  # noqa: E402
 from tpu_utils import use_logical_cpus  # noqa: E402
@@ -104,3 +109,27 @@ def trained_workdir(tmp_path_factory):
   strategy = tf.distribute.get_strategy()
   Trainer(SynthesisTask(config, strategy), config, workdir, strategy, verbose=False).train(2)
   return workdir
+
+
+def script_call(script):
+  """The arguments of experiments/<script>'s one call, `cli.main(name, **keywords)`."""
+  with open(os.path.join(REPO, 'experiments', script)) as f:
+    tree = ast.parse(f.read())
+  call, = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+           and isinstance(n.func, ast.Attribute) and n.func.attr == 'main']
+  return ([ast.literal_eval(a) for a in call.args],
+          {k.arg: ast.literal_eval(k.value) for k in call.keywords})
+
+
+def run_command(script, *args):
+  """experiments/<script> with `args`, run in this process (its one call, cli.main): a
+  CompletedProcess with its exit code and what it printed."""
+  path = os.path.join(REPO, 'experiments', script)
+  positional, keywords = script_call(script)
+  out, err, code = io.StringIO(), io.StringIO(), 0
+  with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    try:
+      cli.main(*positional, argv=[path, *args], **keywords)
+    except SystemExit as e:
+      code = e.code if isinstance(e.code, int) else int(e.code is not None)
+  return subprocess.CompletedProcess([path, *args], code, out.getvalue(), err.getvalue())

@@ -29,7 +29,7 @@ from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm import workdir as workdir_lib
 from tpu_utils.strategy import check_batch_split
 
-from conftest import REPO, tiny
+from conftest import REPO, run_command, tiny
 
 TINY = ['--config.model.hat_width=8', '--config.model.gen_width=8', '--config.model.z_dim=4',
         '--config.langevin.steps=2', '--config.sampling.steps=2',
@@ -101,7 +101,6 @@ CASES = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize('case', sorted(CASES))
 def test_script_failure_is_one_line_naming_the_cause(case, trained_workdir, damaged, tmp_path):
   name, args, texts = CASES[case]
@@ -109,7 +108,7 @@ def test_script_failure_is_one_line_naming_the_cause(case, trained_workdir, dama
   (tmp_path / 'sm').mkdir()
   (tmp_path / 'sm' / 'saved_model.pb').write_bytes(b'\x08\x01garbage')
   before = sorted(os.listdir(trained_workdir))
-  result = script(name, *[a.format(**fill) for a in args])
+  result = run_command(name, *[a.format(**fill) for a in args])
   assert_one_line_error(result, *[t.format(**fill) for t in texts])
   # Nothing half-written: no output directory, no training workdir, the trained run untouched.
   assert not os.path.exists(tmp_path / 's') and not os.path.exists(tmp_path / 'e')
@@ -117,16 +116,15 @@ def test_script_failure_is_one_line_naming_the_cause(case, trained_workdir, dama
   assert sorted(os.listdir(trained_workdir)) == before
 
 
-@pytest.mark.slow
 def test_sample_refuses_a_used_output_and_overwrite_leaves_no_stale_grid(trained_workdir, tmp_path):
   out = tmp_path / 'out'
   out.mkdir()
   for name in ('samples_000.png', 'samples_001.png', 'samples_002.png', 'notes.txt'):
     (out / name).write_bytes(b'old')
   args = [f'--workdir={trained_workdir}', f'--output={out}', '--num_samples=3', '--path_chains=2']
-  assert_one_line_error(script('sample.py', *args), f'--output={out}', '--overwrite')
+  assert_one_line_error(run_command('sample.py', *args), f'--output={out}', '--overwrite')
   assert (out / 'samples_000.png').read_bytes() == b'old'  # refused: nothing touched
-  result = script('sample.py', *args, '--overwrite', '--checkpoint=2')
+  result = run_command('sample.py', *args, '--overwrite', '--checkpoint=2')
   assert result.returncode == 0, result.stderr[-2000:]
   # The earlier files were not written by sample.py (no manifest lists them): all kept.
   assert sorted(os.listdir(out)) == [
@@ -276,36 +274,27 @@ def test_samples_stream_to_disk_in_batches(tmp_path):
 
 
 # Runs experiments/export.py with tf.saved_model.save failing half-way through its write.
-FAILING_SAVE = r'''
-import os, runpy, sys
-import tensorflow as tf
-error = sys.argv.pop(1)
-def save(module, output_dir, **kwargs):
-  os.makedirs(os.path.join(output_dir, 'variables'))
-  with open(os.path.join(output_dir, 'variables', 'variables.data-00000-of-00001'), 'wb') as f:
-    f.write(b'half')
-  if error == 'disk_full':
-    raise tf.errors.ResourceExhaustedError(None, None, 'No space left on device')
-  raise KeyboardInterrupt
-tf.saved_model.save = save
-sys.argv[0] = os.path.join(os.environ['PYTHONPATH'], 'experiments', 'export.py')
-runpy.run_path(sys.argv[0], run_name='__main__')
-'''
-
-
-@pytest.mark.slow
 @pytest.mark.parametrize('error,code,text', [('disk_full', 1, 'out of space or memory'),
                                              ('interrupt', 130, 'interrupted')])
 def test_failed_export_removes_its_staging_dir_and_keeps_the_old_export(
-    error, code, text, trained_workdir, tmp_path):
+    error, code, text, trained_workdir, tmp_path, monkeypatch):
   output = tmp_path / 'export'
   (output / 'variables').mkdir(parents=True)
   for name in ('saved_model.pb', 'variables/variables.index'):
     (output / name).write_bytes(b'old ' + name.encode())
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', PYTHONPATH=REPO)
-  command = [sys.executable, '-c', FAILING_SAVE, error, f'--workdir={trained_workdir}',
-             f'--output={output}', '--overwrite']
-  result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+
+  def save(module, output_dir, **kwargs):  # a save that fails half-way
+    del module, kwargs
+    os.makedirs(os.path.join(output_dir, 'variables'))
+    with open(os.path.join(output_dir, 'variables', 'variables.data-00000-of-00001'), 'wb') as f:
+      f.write(b'half')
+    if error == 'disk_full':
+      raise tf.errors.ResourceExhaustedError(None, None, 'No space left on device')
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(tf.saved_model, 'save', save)
+  result = run_command('export.py', f'--workdir={trained_workdir}', f'--output={output}',
+                       '--overwrite')
   assert_one_line_error(result, text, code=code)
   assert sorted(os.listdir(tmp_path)) == ['export']  # no export.export-tmp left behind
   assert sorted(os.listdir(output)) == ['saved_model.pb', 'variables']

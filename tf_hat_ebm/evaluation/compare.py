@@ -114,7 +114,7 @@ def compare_run(workdir, out=None, num=100, seed=0, fid_samples=1000, fid_runs=2
   run = runs.load_run(workdir, **load)
   if not run.kind.baselines:
     raise ValueError(f'--workdir={workdir} holds a {run.config.experiment} run, which has no '
-                     'generator or DDLS baseline to compare: use tf-hat-ebm-sample')
+                     'generator or DDLS baseline to compare: use sample.py (tf-hat-ebm-sample)')
   sampler = make_sampler(run)
   samples = sample_all(run.model, sampler, num, seed, batch_size)
   table = None
