@@ -26,12 +26,23 @@ def _functions(path):
           if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}, tree
 
 
+STARTS = ('run', 'Popen', 'call', 'check_call', 'check_output')
+
+
+def _starts(node):
+  """Whether the function `node` itself calls subprocess.run, Popen, ..."""
+  return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and n.func.attr in STARTS and isinstance(n.func.value, ast.Name)
+             and n.func.value.id == 'subprocess' for n in ast.walk(node))
+
+
 def _starters(functions, outside=()):
-  """Names of `functions` that (transitively) use subprocess or call a name in `outside`."""
+  """Names of `functions` that (transitively) start a subprocess or use a name in `outside`."""
   calls = {name: {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node)
                   if isinstance(n, (ast.Name, ast.Attribute))} | {a.arg for a in node.args.args}
            for name, node in functions.items()}
-  found = {name for name, used in calls.items() if 'subprocess' in used or used & set(outside)}
+  found = {name for name, node in functions.items()
+           if _starts(node) or calls[name] & set(outside)}
   while True:
     more = {name for name, used in calls.items() if used & found} - found
     if not more:
