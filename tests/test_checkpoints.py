@@ -62,7 +62,7 @@ def test_old_config_json_gets_defaults_for_fields_added_since(old_workdir, train
   assert config.optim.hat_clip_mode == defaults.optim.hat_clip_mode
   assert list(config.optim.hat_lr_boundaries) == list(defaults.optim.hat_lr_boundaries)
   assert config.data.crop == defaults.data.crop
-  assert config.model.init == 'mimicry' != defaults.model.init  # what runs before init used
+  assert config.model.init == defaults.model.init
   assert config.model.hat_width_legacy == 3 and config.legacy.x == 1
   # Every value the file holds is kept (tiny widths, digits), and only the stripped fields filled.
   expected = current.to_dict()
