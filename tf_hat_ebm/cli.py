@@ -12,7 +12,6 @@ flags end the program with one `error: ...` line on stderr and exit code 1.
 """
 import dataclasses
 import importlib
-import logging as py_logging
 import os
 import sys
 import textwrap
@@ -25,27 +24,11 @@ from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
+from tf_hat_ebm.errors import fail, one_line  # noqa: E402
+
 HELP_ARGS = ('-h', '-?', '--help', '--helpshort', '--helpfull')
 # load_run's name for a flag where it differs from the flag's.
 FLOW_ARGS = {'trust_workdir_code': 'trust_code'}
-
-
-def one_line(error):
-  """The informative line of an error (TF's traced errors start with 'in user code:')."""
-  lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-  if not lines:
-    return type(error).__name__
-  if lines[0].startswith('in user code') and len(lines) > 1:
-    return lines[-1]
-  return lines[0]
-
-
-def fail(message, code=1):
-  # TensorFlow warns about the unrestored values of a failed restore when objects are deleted
-  # (at exit): hundreds of lines after the one that matters.
-  py_logging.getLogger('tensorflow').setLevel(py_logging.ERROR)
-  print(f'error: {message}', file=sys.stderr, flush=True)
-  sys.exit(code)
 
 
 # --- Shipped configs: by name or by path -------------------------------------------------------

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.actions import DivergenceError
-from tf_hat_ebm.cli import fail, one_line
+from tf_hat_ebm.errors import fail, one_line
 
 USER_ERRORS = (ValueError, DivergenceError, FileNotFoundError, PermissionError,
                NotADirectoryError, IsADirectoryError, FileExistsError)

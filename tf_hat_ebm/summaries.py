@@ -120,12 +120,12 @@ def write_hparams_config(metric_names, config):
   metrics and what evaluate_fid.py / evaluate_ood.py add under eval/."""
   # pylint: disable=g-import-not-at-top
   from tensorboard.plugins.hparams import api as hp
-  from tf_hat_ebm.evaluation import ood
+  from tf_hat_ebm import data as data_lib
   metrics = [hp.Metric(tag(name), display_name=name, description=description(name))
              for name in metric_names]
   evals = [f'fid_{m}' for m in ('hat_ebm', 'generator', 'ddls')]
   if registry.for_config(config).inference is not None:  # a Hat EBM: its energy scores OOD sets
-    evals += [f'ood_auroc_{name}' for name in ood.default_sets(config.data)]
+    evals += [f'ood_auroc_{name}' for name in data_lib.default_ood_sets(config.data)]
   metrics += [hp.Metric(f'eval/{name}', display_name=name, description=EVAL.get(
       name, 'AUROC of telling this OOD set from the test split by H(x): 0.5 is chance, 1 is '
       'perfect (evaluate_ood.py)')) for name in evals]

@@ -25,16 +25,9 @@ from tf_hat_ebm import figures
 from tf_hat_ebm import run_lib
 from tf_hat_ebm import runs
 from tf_hat_ebm import summaries
-
-TFDS_OOD_SETS = ('svhn_cropped', 'cifar100', 'celeb_a')
-OFFLINE_OOD_SETS = ('inverted_digits', 'resampled_digits', 'uniform_noise', 'gaussian_noise',
-                    'natural_patches')
-
-
-def default_sets(data_cfg):
-  if data_cfg.name == 'digits':
-    return list(OFFLINE_OOD_SETS)
-  return [name for name in TFDS_OOD_SETS if name != data_cfg.name]
+# The sets' names live with the datasets (TensorBoard's HPARAMS columns name them too).
+from tf_hat_ebm.data import default_ood_sets as default_sets
+from tf_hat_ebm.data import OFFLINE_OOD_SETS, TFDS_OOD_SETS
 
 
 def auroc(in_energies, ood_energies):
