@@ -72,7 +72,7 @@ def test_damaged_latest_checkpoint_stops_without_touching_anything(four_steps, t
   trainer.train(6)
   intact = 4 if 'state file' in how else 2
   assert trainer.checkpoints.last_good.endswith('ckpt-6')
-  assert trainer.checkpoints.resumed_at == intact
+  assert trainer.resume.resumed_at == intact
 
 
 def test_explicit_checkpoint_resumes_that_exact_state(four_steps, tmp_path):
@@ -124,15 +124,15 @@ def test_checkpoint_data_iterator_toggled_on_resume_names_the_field(four_steps, 
 
 
 def test_older_config_json_resumes(four_steps, tmp_path):
-  """A config.json without fields added since (model.init, optim.hat_clip_mode) still resumes."""
+  """A config.json without a field added since (optim.hat_clip_mode) still resumes: it is read
+  as its default."""
   workdir = copy_of(four_steps, tmp_path)
   config = json.loads((workdir / 'config.json').read_text())
   del config['optim']['hat_clip_mode']
-  config['model'].pop('init', None)
   (workdir / 'config.json').write_text(json.dumps(config))
-  trainer = make_trainer(workdir, tiny(**{'model.init': 'mimicry'}))
+  trainer = make_trainer(workdir, tiny())
   trainer.train(5)
-  assert trainer.checkpoints.resumed_at == 4
+  assert trainer.resume.resumed_at == 4
 
 
 def test_workdir_lock_refuses_a_second_run_and_takes_over_a_stale_one(four_steps, tmp_path):

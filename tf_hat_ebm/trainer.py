@@ -2,8 +2,9 @@
 
 The trainer owns the strategy-distributed input and the loop: `steps_per_loop` training steps per
 host call inside one tf.function, then the actions (actions.py) on that chunk: divergence guard,
-progress bar, TensorBoard scalars, evaluation, sample grids, checkpoints. Resume and saving are the
-`Checkpoints` action's; the workdir's layout, lock and config check are workdir.py's; run_info.py
+progress bar, TensorBoard scalars, evaluation, sample grids, checkpoints, each when its condition
+(actions.Every) says. Resuming is actions.Resume's, saving actions.Saves' (held back by the
+guard's hold); the workdir's layout, lock and config check are workdir.py's; run_info.py
 records the precision, hardware and timing of every run.
 """
 import contextlib
@@ -78,12 +79,16 @@ class Trainer:
                               aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
     worker = worker_info(strategy)
     self.is_chief = worker[2]
-    self.checkpoints = actions_lib.Checkpoints(task, self.step, self.ckpt_dir, config.training,
-                                               worker, resume_from, log=self.log)
+    t = config.training
+    self.checkpoints = actions_lib.Checkpoints(task, self.step, self.ckpt_dir, t, worker)
+    self.resume = actions_lib.Resume(self.checkpoints, resume_from, log=self.log)
     self.guard = actions_lib.Guard(task, config, self.checkpoints, log=self.log)
+    # No checkpoint while the runaway guard counts: the guard's hold on the saves.
+    self.saves = actions_lib.Saves(self.checkpoints, t.checkpoint_every, t.archive_every,
+                                   hold=self.guard.hold_back, log=self.log)
 
   def restore_or_initialize(self):
-    resumed = self.checkpoints.restore_or_initialize()
+    resumed = self.resume.restore_or_initialize()
     self.guard.reset(int(self.step.numpy()))
     return resumed
 
@@ -115,11 +120,16 @@ class Trainer:
     self.report = summaries.RunReport(self.task, self.config, self.workdir, writer, chief)
     self.report.start(step)
     progress = ([actions_lib.Progress(self.task, end, step)] if self.verbose and chief else [])
-    return writer, [self.guard, *progress,
-                    actions_lib.Scalars(self.task, self.report, t.log_every, self.guard),
-                    actions_lib.Evaluation(self.task, writer, _eval_every(t), log=self.log),
-                    actions_lib.Grids(self.task, self.report, t.sample_every, t.num_grid_samples),
-                    self.checkpoints]
+    every = actions_lib.Every
+    return writer, [
+        self.guard, *progress,
+        actions_lib.Conditional(every(t.log_every),
+                                actions_lib.Scalars(self.task, self.report, self.guard)),
+        actions_lib.Conditional(every(_eval_every(t)),
+                                actions_lib.Evaluation(self.task, writer, log=self.log)),
+        actions_lib.Conditional(every(t.sample_every),
+                                actions_lib.Grids(self.task, self.report, t.num_grid_samples)),
+        self.saves]
 
   def train(self, num_steps=None):
     """Trains until `num_steps` (default config.training.num_steps) and returns the last metrics."""
@@ -157,7 +167,7 @@ class Trainer:
     run.start(self.task, self.strategy, step)
     train_loop = self.make_train_loop()
     writer, actions = self.make_actions(end, step)
-    intervals = [every for action in actions for every in action.intervals]
+    intervals = [every for action in actions for every in getattr(action, 'intervals', ())]
     metrics = {}
     try:
       with actions_lib.Signals() as signals:
@@ -187,7 +197,7 @@ class Trainer:
 
   def _stop(self, step):
     """SIGTERM: a checkpoint now, unless the guard holds checkpoints back."""
-    if self.guard.hold_back():
+    if self.saves.hold():
       self._log(f'\nStopped by SIGTERM at step {step}; no checkpoint written while the '
                 f'runaway guard counts; last good checkpoint: '
                 f'{self.checkpoints.last_good or "none"}.')
