@@ -5,6 +5,7 @@ import io
 import os
 import subprocess
 import tempfile
+from typing import Mapping
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 if os.environ.get('PYTEST_XDIST_WORKER'):
@@ -40,7 +41,10 @@ SMALL = {
     'training.sample_every': 4, 'training.num_grid_samples': 4,
     'perf.precision': 'float32',
 }
-# Each kind adds its own (registry.Kind.tiny: only a synthesis run uses its bank).
+# Each kind adds its own (its `tiny` hook, Tiny: only a synthesis run uses its bank).
+# A kind's `tiny` hook (registry.Kind.hooks): config overrides, dotted path -> value, that shrink a
+# run of the kind to seconds on top of SMALL.
+Tiny = Mapping[str, object]
 
 
 def load_config(experiment, *args):
@@ -74,7 +78,8 @@ def tiny(experiment='digits_synth', **overrides):
   The shrinking sets only the fields the config has; an override may add one.
   """
   config = load_config(experiment)
-  for path, value in {**SMALL, **registry.for_config(config).tiny}.items():
+  extra: Tiny = registry.for_config(config).hook('tiny', {})
+  for path, value in {**SMALL, **extra}.items():
     if _has(config, path):
       section, name = _parent(config, path)
       section[name] = value

@@ -20,6 +20,10 @@ from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
 
+# A kind's `baselines` hook (registry.Kind.hooks): its chain starts from a frozen generator's
+# latents, so the generator alone (and DDLS) stand beside the Hat EBM.
+Baselines = bool
+
 # Panel labels of the methods, left to right in side_by_side.png.
 LABELS = {'generator': 'generator alone G(Z0)', 'ddls': 'DDLS (Langevin in z)',
           'hat_ebm': 'Hat EBM X = G(Z_K) + Y_K'}
@@ -112,7 +116,7 @@ def compare_run(workdir, out=None, num=100, seed=0, fid_samples=1000, fid_runs=2
   output = run_lib.OwnedOutput(out_dir, 'compare_baselines', overwrite, 'out')
   output.check()  # before any work
   run = runs.load_run(workdir, **load)
-  if not run.kind.baselines:
+  if not has_baselines(run.kind):
     raise ValueError(f'--workdir={workdir} holds a {run.config.experiment} run, which has no '
                      'generator or DDLS baseline to compare: use sample.py (tf-hat-ebm-sample)')
   sampler = make_sampler(run)
@@ -155,3 +159,7 @@ def print_scores(table, net, fid_samples, fid_runs):
       [(name, {**({'FID': (s['fid'], s['fid_std'])} if 'fid' in s else {}),
                **{k: v for k, v in s.items() if k not in ('fid', 'fid_std')}})
        for name, s in table.items()], first='method')))
+
+
+def has_baselines(kind) -> Baselines:
+  return bool(kind.hook('baselines', False))

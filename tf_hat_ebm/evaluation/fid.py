@@ -11,6 +11,7 @@ dataset / split / resolution / feature network in `<workdir>/fid_stats/`.
 """
 import io
 import os
+from typing import Dict, List, Optional, Protocol, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -192,21 +193,40 @@ def feature_network(data_cfg, feature_net=None, inception_path=None, cache_dir=N
   return features.classifier_features(data_cfg, cache_dir)
 
 
+class FidRows(Protocol):
+  """A kind's `fid_rows` hook (registry.Kind.hooks, evaluation/rows.py): the FID of each method
+  a run of the kind offers, as ([(method, row label)], {method: [FID per run]}, chain)."""
+
+  def __call__(self, run: runs_lib.Run, net, train: np.ndarray, num_samples: int, runs: int,
+               seed: int, batch_size: int
+               ) -> Tuple[List[Tuple[str, str]], Dict[str, List[float]], str]:
+    ...
+
+
+class LoadRun(Protocol):
+  """A kind's `fid_run` hook: its run read for its FID rows when it has no inference model for
+  runs.load_run (an SN-GAN's generator alone)."""
+
+  def __call__(self, workdir: str, checkpoint: Optional[str] = None):
+    ...
+
+
 def load_for_fid(workdir, checkpoint=None, **load):
   """A run as its kind's FID rows read it, and those rows' function."""
   kind = registry.for_config(runs_lib.load_config(workdir))
-  if kind.fid_rows is None:
+  rows: Optional[FidRows] = kind.load_hook('fid_rows')
+  if rows is None:
     raise ValueError(f'--workdir={workdir}: {kind.name} runs offer no FID rows')
-  # A kind without a Hat EBM to load (an SN-GAN) says how its run is read for its FID rows.
-  run = (registry.load(kind.fid_run)(workdir, checkpoint) if kind.fid_run else
+  load_run: Optional[LoadRun] = kind.load_hook('fid_run')
+  run = (load_run(workdir, checkpoint) if load_run else
          runs_lib.load_run(workdir, checkpoint=checkpoint, **load))
-  return run, registry.load(kind.fid_rows)
+  return run, rows
 
 
 def evaluate_run(workdir, num_samples=None, runs=3, batch_size=250,
                  feature_net=None, inception_path=None, feature_cache_dir=None, seed=0,
                  overwrite=False, **load):
-  """tf-hat-ebm-evaluate-fid: the FID rows of the run's kind (registry.Kind.fid_rows) beside the
+  """tf-hat-ebm-evaluate-fid: the FID rows of the run's kind (its FidRows hook) beside the
   test split's FID, mean +- std over `runs` sample sets of `num_samples` (default 50,000 with
   Inception as in the paper, 5,000 with the classifier). Printed, written to <workdir>/fid.json
   (an existing one only with `overwrite`, never a non-finite result) and logged to the
