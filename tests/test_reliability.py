@@ -23,6 +23,7 @@ from tf_hat_ebm import runs
 from tf_hat_ebm import export
 from tf_hat_ebm import registry
 from tf_hat_ebm import generators
+from tf_hat_ebm import errors
 from tf_hat_ebm import run_lib
 from tf_hat_ebm import trainer as trainer_lib
 from tf_hat_ebm import samples as samples_lib
@@ -391,7 +392,7 @@ def raise_(error):
     (ValueError('first\nsecond'), 1, 'first')])
 def test_main_guard_one_line_and_exit_code(capsys, error, code, text):
   with pytest.raises(SystemExit) as exit_info:
-    run_lib.main_guard(raise_(error), interrupted=lambda: 'interrupted at the test')
+    errors.main_guard(raise_(error), interrupted=lambda: 'interrupted at the test')
   assert exit_info.value.code == code
   err = capsys.readouterr().err
   assert err.count('\n') == 1 and err.startswith('error: ') and text in err
@@ -401,7 +402,7 @@ def test_main_guard_one_line_and_exit_code(capsys, error, code, text):
                                    IndexError('a bug')])
 def test_main_guard_keeps_genuine_bugs_as_tracebacks(error):
   with pytest.raises(type(error)):
-    run_lib.main_guard(raise_(error))
+    errors.main_guard(raise_(error))
 
 
 # ---- generator factories ------------------------------------------------------------------------

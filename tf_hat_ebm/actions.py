@@ -20,10 +20,7 @@ import tensorflow as tf
 from tf_hat_ebm import checkpoints as checkpoints_lib
 from tf_hat_ebm import guard as guard_lib
 from tf_hat_ebm import summaries
-
-
-class DivergenceError(RuntimeError):
-  """A non-finite loss, energy or state: the run stops and nothing of that state is saved."""
+from tf_hat_ebm.errors import DivergenceError
 
 
 class RunawayError(DivergenceError):

@@ -24,7 +24,7 @@ from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
-from tf_hat_ebm.errors import fail, one_line  # noqa: E402
+from tf_hat_ebm.errors import fail, main_guard, one_line  # noqa: E402
 
 HELP_ARGS = ('-h', '-?', '--help', '--helpshort', '--helpfull')
 # load_run's name for a flag where it differs from the flag's.
@@ -408,8 +408,7 @@ def main(name, argv=None, default_config=None):
   logging.set_verbosity(logging.WARNING)
   module, _, function = command.flow.partition(':')
   flow = getattr(importlib.import_module(module), function)
-  from tf_hat_ebm import run_lib  # pylint: disable=g-import-not-at-top (TensorFlow)
-  return run_lib.main_guard(lambda: flow(**flow_arguments(fv)))
+  return main_guard(lambda: flow(**flow_arguments(fv)))
 
 
 # The console commands (pyproject.toml's [project.scripts]).

@@ -1,11 +1,23 @@
 """The one-line error of every command (TensorFlow-free: flag errors come before TensorFlow loads).
 
-A user error (bad flag or config, missing data, unreadable checkpoint, ...) ends the program with
-`error: <one line>` on stderr and a non-zero exit code; run_lib.main_guard decides which errors
-are the user's.
+User errors (bad flag or config, unknown dataset, impossible batch split, missing data,
+unreadable checkpoint, full disk, divergence) end the program with one clear line on stderr and a
+non-zero exit code (1; 130 for Ctrl-C): `main_guard` decides which errors are the user's.
+Programming errors keep their traceback.
 """
+import errno
 import logging
 import sys
+
+EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
+
+
+class DivergenceError(RuntimeError):
+  """A non-finite loss, energy or state: the run stops and nothing of that state is saved."""
+
+
+USER_ERRORS = (ValueError, DivergenceError, FileNotFoundError, PermissionError,
+               NotADirectoryError, IsADirectoryError, FileExistsError)
 
 
 def one_line(error):
@@ -24,3 +36,29 @@ def fail(message, code=1):
   logging.getLogger('tensorflow').setLevel(logging.ERROR)
   print(f'error: {message}', file=sys.stderr, flush=True)
   sys.exit(code)
+
+
+def _is_resource_error(error):
+  """Disk full, or device memory exhausted: nothing the program can fix."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top (only once TensorFlow ran)
+  if isinstance(error, tf.errors.ResourceExhaustedError):
+    return True
+  return isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def main_guard(fn, interrupted=None):
+  """Runs fn(); a user error prints 'error: ...' on one line and exits with status 1.
+
+  Ctrl-C exits with 130 and the line `interrupted()` returns, or the KeyboardInterrupt's own
+  message (e.g. where to resume from).
+  """
+  try:
+    return fn()
+  except USER_ERRORS as e:
+    fail(one_line(e))
+  except KeyboardInterrupt as e:
+    fail(interrupted() if interrupted else str(e) or 'interrupted', EXIT_INTERRUPTED)
+  except Exception as e:  # pylint: disable=broad-except
+    if not _is_resource_error(e):
+      raise
+    fail(f'out of space or memory: {one_line(e)}; free some and rerun the same command')

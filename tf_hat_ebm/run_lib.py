@@ -1,10 +1,5 @@
-"""What every command shares: one-line errors and exit codes, output files and directories.
-
-User errors (bad flag or config, unknown dataset, impossible batch split, missing data,
-unreadable checkpoint, full disk, divergence) end the program with one clear line on stderr and a
-non-zero exit code (1; 130 for Ctrl-C). Programming errors keep their traceback.
-"""
-import errno
+"""What every command's outputs share: output directories it alone writes, result files written
+atomically (never a NaN), list flags as integers."""
 import json
 import os
 import shutil
@@ -13,14 +8,6 @@ import tempfile
 import tensorflow as tf
 
 from tf_hat_ebm import workdir as workdir_lib
-from tf_hat_ebm.actions import DivergenceError
-from tf_hat_ebm.errors import fail, one_line
-
-USER_ERRORS = (ValueError, DivergenceError, FileNotFoundError, PermissionError,
-               NotADirectoryError, IsADirectoryError, FileExistsError)
-# Disk full (or, for ResourceExhaustedError, device memory exhausted): nothing the program can fix.
-RESOURCE_ERRORS = (tf.errors.ResourceExhaustedError, OSError)
-EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
 
 def int_list(values, flag):
@@ -179,26 +166,3 @@ def write_json(path, result):
   except ValueError as e:  # a NaN or Inf result is an error, never a file
     raise ValueError(f'{path} not written: the result holds NaN or Inf ({result})') from e
   workdir_lib.write_atomic(path, text)
-
-
-def _is_resource_error(error):
-  if isinstance(error, tf.errors.ResourceExhaustedError):
-    return True
-  return isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
-
-
-def main_guard(fn, interrupted=None):
-  """Runs fn(); a user error prints 'error: ...' on one line and exits with status 1.
-
-  Ctrl-C exits with 130 and the line `interrupted()` returns (e.g. where to resume from).
-  """
-  try:
-    return fn()
-  except USER_ERRORS as e:
-    fail(one_line(e))
-  except KeyboardInterrupt as e:  # its message, if any, says where a rerun resumes from
-    fail(interrupted() if interrupted else str(e) or 'interrupted', EXIT_INTERRUPTED)
-  except RESOURCE_ERRORS as e:
-    if not _is_resource_error(e):
-      raise
-    fail(f'out of space or memory: {one_line(e)}; free some and rerun the same command')

@@ -22,7 +22,7 @@ from tf_hat_ebm import run_info
 from tf_hat_ebm import summaries
 from tf_hat_ebm import validation
 from tf_hat_ebm import workdir as workdir_lib
-from tf_hat_ebm.actions import DivergenceError
+from tf_hat_ebm.errors import DivergenceError
 from tpu_utils.strategy import make_strategy, worker_info
 
 
