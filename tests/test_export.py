@@ -9,7 +9,7 @@ import pytest
 
 import tf_hat_ebm
 from tf_hat_ebm import export
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 
 from conftest import run_command
 
@@ -68,7 +68,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope='module')
 def exported(trained_workdir, tmp_path_factory):
-  run = runs.load_run(trained_workdir)
+  run = trained_run.load_run(trained_workdir)
   module = export.build_module(run)
   path = str(tmp_path_factory.mktemp('export') / 'saved_model')
   export.save(module, path)

@@ -6,7 +6,7 @@ import pytest
 import scipy.linalg
 import tensorflow as tf
 
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import export
 from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
@@ -66,7 +66,7 @@ def test_inception_input_is_tf_gan_preprocessing():
 
 
 def test_sample_fids_stream_batches_and_repeat_runs(trained_workdir):
-  module = export.build_module(runs.load_run(trained_workdir))
+  module = export.build_module(trained_run.load_run(trained_workdir))
   seen = []
 
   def feature_net(images):  # records batch sizes: samples arrive batch by batch

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import export
 from tf_hat_ebm import flops
 from tf_hat_ebm import registry
@@ -43,7 +43,7 @@ def test_a_kind_from_two_files_trains_with_a_frozen_generator(toy_run):
 
 def test_a_kind_from_two_files_samples_and_exports(toy_run, tmp_path):
   workdir = toy_run[0]
-  run = runs.load_run(workdir)
+  run = trained_run.load_run(workdir)
   assert run.step == 4 and run.config.experiment == 'toykind.frozen_synthesis'
   module = export.build_module(run)
   first = module.sample(num_samples=3, seed=5)['images'].numpy()

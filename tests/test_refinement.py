@@ -105,7 +105,7 @@ def test_divergence_rollback_serves_the_joint_task_too(saved_decoder, tmp_path):
 
 def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved_decoder,
                                                                            tmp_path):
-  from tf_hat_ebm import runs  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm import trained_run  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm import digits_eval  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import compare  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import features  # pylint: disable=g-import-not-at-top
@@ -114,7 +114,7 @@ def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved
   workdir = str(tmp_path / 'run')
   Trainer(joint.JointTask(config, strategy), config, workdir, strategy,
           verbose=False).train(2)
-  run = runs.load_run(workdir)
+  run = trained_run.load_run(workdir)
   assert run.step == 2
   task = run.model
   sampler = compare.make_sampler(run)

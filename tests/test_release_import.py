@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import langevin
 from tf_hat_ebm import nets
 from tf_hat_ebm import release_import
@@ -116,7 +116,7 @@ def test_imported_workdir_restores_the_release_networks(tmp_path, name, generato
   workdir = str(tmp_path / 'run')
   release_import.import_release(config, workdir, release_path('hat32'),
                                 **{kind: release_path(generator)})
-  run = runs.load_run(workdir)
+  run = trained_run.load_run(workdir)
   assert run.step == config.training.num_steps
   assert run.config.experiment == config.experiment
   assert_reproduces('hat32', run.model.hat)

@@ -19,7 +19,7 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import export
 from tf_hat_ebm import registry
 from tf_hat_ebm import generators
@@ -164,12 +164,12 @@ def test_state_file_loss_names_the_checkpoints_instead_of_train_first(trained_wo
   os.remove(ckpt_dir / 'checkpoint')
   with pytest.raises(ValueError, match=r'state file .*checkpoint is missing or unreadable, but '
                                        r'ckpt-2 exist: pass --checkpoint=2'):
-    runs.load_run(str(tmp_path / 'w'))
-  run = runs.load_run(str(tmp_path / 'w'), checkpoint=2)
+    trained_run.load_run(str(tmp_path / 'w'))
+  run = trained_run.load_run(str(tmp_path / 'w'), checkpoint=2)
   assert run.step == 2 and run.checkpoint == str(ckpt_dir / 'ckpt-2')
-  assert runs.load_run(str(tmp_path / 'w'), checkpoint=str(ckpt_dir / 'ckpt-2')).step == 2
+  assert trained_run.load_run(str(tmp_path / 'w'), checkpoint=str(ckpt_dir / 'ckpt-2')).step == 2
   with pytest.raises(ValueError, match=r'--checkpoint=5: no checkpoint .*ckpt-5.*: ckpt-2$'):
-    runs.load_run(str(tmp_path / 'w'), checkpoint=5)
+    trained_run.load_run(str(tmp_path / 'w'), checkpoint=5)
 
 
 def test_list_checkpoints_reads_index_files_only(tmp_path):
@@ -319,7 +319,7 @@ def test_result_file_is_never_replaced_by_nan_or_silently(tmp_path):
 # ---- SavedModel inputs --------------------------------------------------------------------------
 @pytest.fixture(scope='module')
 def module(trained_workdir):
-  return export.build_module(runs.load_run(trained_workdir))
+  return export.build_module(trained_run.load_run(trained_workdir))
 
 
 @pytest.mark.parametrize('num, message', [(2**32 + 4, 'num_samples must be <= 2147483647'),
@@ -456,10 +456,10 @@ def pinned_refinement(tmp_path_factory):
 
 def test_joint_run_records_its_generator_and_loads_exactly_that(pinned_refinement):
   gan, refine, gan_config = pinned_refinement
-  saved = runs.load_config(refine).generator
+  saved = trained_run.load_config(refine).generator
   assert saved.path == gan and saved.checkpoint == 2 and len(saved.fingerprint) == 16
   assert checkpoints.list_checkpoints(os.path.join(gan, 'checkpoints'))[-1] == 4
-  run = runs.load_run(refine)  # the SN-GAN's latest is ckpt-4: ckpt-2 is loaded
+  run = trained_run.load_run(refine)  # the SN-GAN's latest is ckpt-4: ckpt-2 is loaded
   pinned, _ = generators.load_sngan(gan, gan_config, checkpoint=2)
   z = tf.random.normal([2, 4])
   np.testing.assert_array_equal(run.model.generator(z).numpy(), pinned(z).numpy())
@@ -487,8 +487,8 @@ def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tm
     json.dump(config, f)
   with pytest.raises(ValueError, match='weights [0-9a-f]{16}, but this run was made with weights '
                      '0123456789abcdef'):
-    runs.load_run(copy)
-  assert runs.load_run(copy, allow_other_generator=True).step == 2
+    trained_run.load_run(copy)
+  assert trained_run.load_run(copy, allow_other_generator=True).step == 2
 
 
 # ---- one validation, on every load -------------------------------------------------------------
@@ -516,7 +516,7 @@ def test_a_config_json_read_back_is_validated(trained_workdir, tmp_path, section
   config[section][field] = value
   path.write_text(json.dumps(config))
   with pytest.raises(ValueError, match=re.escape(f'{path}: config field {message}')):
-    runs.load_run(str(tmp_path / 'w'))
+    trained_run.load_run(str(tmp_path / 'w'))
 
 
 def test_a_workdir_naming_a_factory_runs_no_code_unless_trusted(trained_workdir, tmp_path):
@@ -528,7 +528,7 @@ def test_a_workdir_naming_a_factory_runs_no_code_unless_trusted(trained_workdir,
   (workdir / 'config.json').write_text(json.dumps(config))
   with pytest.raises(ValueError, match="names the generator factory 'os:abort'.*"
                                        '--trust_workdir_code'):
-    runs.load_run(str(workdir))
+    trained_run.load_run(str(workdir))
 
 
 def test_lock_that_is_a_directory_or_half_written(tmp_path):

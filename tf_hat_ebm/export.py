@@ -33,7 +33,7 @@ import tf_hat_ebm
 from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
 from tf_hat_ebm import run_lib
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 # num_samples is int64 (an int32 input would wrap 2**32 + 4 to 4); one call makes at most this many.
 MAX_SAMPLES = 2**31 - 1
 # energy() accepts images in [-1, 1] up to float rounding; [0, 255] or [0, 1]-scaled data is not.
@@ -247,8 +247,8 @@ class JointHatEBMModule(HatEBMModule):
 
 
 def build_module(run, path_steps=None):
-  """The exportable module of a restored `runs.Run` (its kind's, registry.py), carrying what the
-  SavedModel says about itself (describe)."""
+  """The exportable module of a restored `trained_run.Run` (its kind's, registry.py), carrying
+  what the SavedModel says about itself (describe)."""
   module = run.kind.export_module(run.model, run.config, path_steps)
   describe(module, run)
   return module
@@ -387,7 +387,7 @@ def export_run(workdir, output=None, path_steps=None, overwrite=False, **load):
   output = output or os.path.join(workdir, 'saved_model')
   out = run_lib.OwnedOutput(output, 'export', overwrite, 'output')
   out.check()  # before any work
-  run = runs.load_run(workdir, **load)
+  run = trained_run.load_run(workdir, **load)
   module = build_module(run, path_steps=run_lib.int_list(path_steps, 'path_steps'))
   with out:  # staged first: a failed export (disk full, Ctrl-C, ...) leaves the old one intact
     save(module, out.staging)

@@ -8,7 +8,7 @@ and shape. Two facts of the release matter: its generators reshape the dense out
 [-1, ngf, 4, 4] before transposing to NHWC (so the dense columns are permuted here), and its batch
 norms keep their initial statistics 0 / 1 with epsilon 1e-3 (as ours).
 
-`import_release` writes a workdir that `runs.load_run` (and so sample.py, evaluate_fid.py,
+`import_release` writes a workdir that `trained_run.load_run` (and so sample.py, evaluate_fid.py,
 evaluate_ood.py, export.py) restores: config.json plus a checkpoint of the run's inference model.
 """
 import os

@@ -14,7 +14,7 @@ import tensorflow as tf
 from tf_hat_ebm import export
 from tf_hat_ebm import figures
 from tf_hat_ebm import run_lib
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 
 GRID_SIZE = 100  # images per PNG grid
 ARRAYS = ('images', 'generator_images', 'residuals')
@@ -168,7 +168,7 @@ def sample_run(workdir=None, saved_model=None, output=None, num_samples=100, see
   out = run_lib.OwnedOutput(output, 'sample', overwrite, 'output')
   out.check()  # before the model is loaded
   if workdir:
-    run = runs.load_run(workdir, **load)
+    run = trained_run.load_run(workdir, **load)
     model = export.build_module(run, path_steps=run_lib.int_list(path_steps, 'path_steps'))
     step, source = run.step, f'step {run.step} of {workdir}'
   else:
@@ -193,7 +193,7 @@ def gallery(workdir, out='docs/gallery.png', num=36, path_chains=3, seed=0, over
   run's sampling chain as three labelled panels, the Langevin path of `path_chains` chains
   below them, in one PNG `out`. Returns the image [height, width, 4]."""
   run_lib.check_output_file(out, overwrite)
-  run = runs.load_run(workdir, **load)
+  run = trained_run.load_run(workdir, **load)
   module = export.build_module(run)
   drawn = module.sample(num_samples=num, seed=seed)
   what = f'{run.config.name}, step {run.step}'

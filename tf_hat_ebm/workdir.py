@@ -134,7 +134,7 @@ def load_config(workdir, defaults=None):
   """workdir/config.json as a ConfigDict (the trainer writes it on the first run).
 
   defaults: experiment name -> that kind's defaults (or None); the fields an older config.json
-  lacks are filled in from them. runs.load_config passes every kind's (registry.py).
+  lacks are filled in from them. trained_run.load_config passes every kind's (registry.py).
   """
   path = os.path.join(workdir, 'config.json')
   if not tf.io.gfile.exists(path):

@@ -15,7 +15,7 @@ from tf_hat_ebm import export
 from tf_hat_ebm import figures
 from tf_hat_ebm import langevin
 from tf_hat_ebm import run_lib
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
@@ -31,7 +31,7 @@ LABELS = {'generator': 'generator alone G(Z0)', 'ddls': 'DDLS (Langevin in z)',
 
 def make_sampler(run):
   """f(z0, seed) -> {'generator', 'ddls' (when G comes with a discriminator), 'hat_ebm'} tensors
-  of a restored joint run (runs.load_run).
+  of a restored joint run (trained_run.load_run).
 
   Every method starts from the same Z0; the chains' noise comes from a generator seeded `seed`.
   The Hat EBM samples through the exported module's chain: what export.py saves is what is scored.
@@ -115,7 +115,7 @@ def compare_run(workdir, out=None, num=100, seed=0, fid_samples=1000, fid_runs=2
   out_dir = out or os.path.join(workdir, 'compare')
   output = run_lib.OwnedOutput(out_dir, 'compare_baselines', overwrite, 'out')
   output.check()  # before any work
-  run = runs.load_run(workdir, **load)
+  run = trained_run.load_run(workdir, **load)
   if not has_baselines(run.kind):
     raise ValueError(f'--workdir={workdir} holds a {run.config.experiment} run, which has no '
                      'generator or DDLS baseline to compare: use sample.py (tf-hat-ebm-sample)')

@@ -20,7 +20,7 @@ import tensorflow_gan as tfgan
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import registry
 from tf_hat_ebm import run_lib
-from tf_hat_ebm import runs as runs_lib
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm import summaries
 from tf_hat_ebm import workdir as workdir_lib
@@ -197,7 +197,7 @@ class FidRows(Protocol):
   """A kind's `fid_rows` hook (registry.Kind.hooks, evaluation/rows.py): the FID of each method
   a run of the kind offers, as ([(method, row label)], {method: [FID per run]}, chain)."""
 
-  def __call__(self, run: runs_lib.Run, net, train: np.ndarray, num_samples: int, runs: int,
+  def __call__(self, run: trained_run.Run, net, train: np.ndarray, num_samples: int, runs: int,
                seed: int, batch_size: int
                ) -> Tuple[List[Tuple[str, str]], Dict[str, List[float]], str]:
     ...
@@ -205,7 +205,7 @@ class FidRows(Protocol):
 
 class LoadRun(Protocol):
   """A kind's `fid_run` hook: its run read for its FID rows when it has no inference model for
-  runs.load_run (an SN-GAN's generator alone)."""
+  trained_run.load_run (an SN-GAN's generator alone)."""
 
   def __call__(self, workdir: str, checkpoint: Optional[str] = None):
     ...
@@ -213,13 +213,13 @@ class LoadRun(Protocol):
 
 def load_for_fid(workdir, checkpoint=None, **load):
   """A run as its kind's FID rows read it, and those rows' function."""
-  kind = registry.for_config(runs_lib.load_config(workdir))
+  kind = registry.for_config(trained_run.load_config(workdir))
   rows: Optional[FidRows] = kind.load_hook('fid_rows')
   if rows is None:
     raise ValueError(f'--workdir={workdir}: {kind.name} runs offer no FID rows')
   load_run: Optional[LoadRun] = kind.load_hook('fid_run')
   run = (load_run(workdir, checkpoint) if load_run else
-         runs_lib.load_run(workdir, checkpoint=checkpoint, **load))
+         trained_run.load_run(workdir, checkpoint=checkpoint, **load))
   return run, rows
 
 

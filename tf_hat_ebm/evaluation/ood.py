@@ -23,7 +23,7 @@ from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import export
 from tf_hat_ebm import figures
 from tf_hat_ebm import run_lib
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import summaries
 # The sets' names live with the datasets (TensorBoard's HPARAMS columns name them too).
 from tf_hat_ebm.data import default_ood_sets as default_sets
@@ -140,7 +140,7 @@ def evaluate_run(workdir, sets=None, num=10_000, batch_size=250, data_dir=None, 
   path, png = os.path.join(workdir, 'ood.json'), os.path.join(workdir, 'ood_energies.png')
   for output in (path, png):
     run_lib.check_output_file(output, overwrite)
-  run = runs.load_run(workdir, **load)
+  run = trained_run.load_run(workdir, **load)
   data_cfg = run.config.data
   if data_dir:
     data_cfg.data_dir = data_dir
