@@ -11,7 +11,7 @@ LAYERS = (
     ('registry', 'config', 'errors', 'checkpoints', 'guard', 'langevin', 'learning', 'optim',
      'bank', 'figures', 'flops', 'validation'),
     ('data', 'nets', 'workdir', 'tasks.base'),
-    ('generators', 'trained_run', 'run_info', 'summaries', 'digits_eval', 'evaluation.features',
+    ('generators', 'trained_run', 'run_record', 'summaries', 'digits_eval', 'evaluation.features',
      'release_import', 'tasks.synthesis', 'tasks.joint', 'tasks.sngan', 'tasks.autoencoder'),
     ('actions', 'trainer', 'run_lib'),
     ('export', 'samples', 'evaluation.ood', 'evaluation.fid', 'evaluation.compare',

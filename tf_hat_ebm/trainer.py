@@ -4,7 +4,7 @@ The trainer owns the strategy-distributed input and the loop: `steps_per_loop` t
 host call inside one tf.function, then the actions (actions.py) on that chunk: divergence guard,
 progress bar, TensorBoard scalars, evaluation, sample grids, checkpoints, each when its condition
 (actions.Every) says. Resuming is actions.Resume's, saving actions.Saves' (held back by the
-guard's hold); the workdir's layout, lock and config check are workdir.py's; run_info.py
+guard's hold); the workdir's layout, lock and config check are workdir.py's; run_record.py
 records the precision, hardware and timing of every run.
 """
 import contextlib
@@ -18,7 +18,7 @@ from tf_hat_ebm import checkpoints as checkpoints_lib
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import generators
 from tf_hat_ebm import registry
-from tf_hat_ebm import run_info
+from tf_hat_ebm import run_record
 from tf_hat_ebm import summaries
 from tf_hat_ebm import validation
 from tf_hat_ebm import workdir as workdir_lib
@@ -144,7 +144,7 @@ class Trainer:
       return self._train(end)
 
   def _train(self, end):
-    run = run_info.Run(self.workdir, write=self.is_chief, log=self._log)
+    run = run_record.Run(self.workdir, write=self.is_chief, log=self._log)
     if self.is_chief:
       workdir_lib.clean_orphans(self.workdir, [self.ckpt_dir, os.path.join(self.ckpt_dir,
                                                                            'archive')],
