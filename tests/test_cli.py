@@ -90,7 +90,9 @@ def test_config_names_resolve_to_the_shipped_files(tmp_path):
   mine = tmp_path / 'cifar10_synth.py'
   mine.write_text('')
   assert cli.config_path(str(mine)) == str(mine)  # a path that exists wins over a name
-  assert cli.config_path('nonesuch') == 'nonesuch'  # left to ml_collections' "No such file"
+  assert cli.config_path('none.py') == 'none.py'  # left to ml_collections' "No such file"
+  with pytest.raises(SystemExit):  # a name that is neither: the shipped names in one line
+    cli.config_path('cifar10_synthesis')
   assert cli.config_path('some/dir/cifar10_synth.py') == 'some/dir/cifar10_synth.py'
   assert 'digits_synth' in cli.config_names() and '__init__' not in cli.config_names()
 

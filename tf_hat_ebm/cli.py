@@ -57,6 +57,9 @@ def config_path(value):
   name = os.path.basename(value)[:-3] if value.endswith('.py') else value
   if os.sep not in value and name in config_names():
     return os.path.join(configs_dir(), name + '.py')
+  if os.sep not in value and not value.endswith('.py'):
+    fail(f'--config={value}: no such config file, nor a shipped config (shipped: '
+         f'{", ".join(config_names())})')
   return value  # ml_collections reports the missing file
 
 
