@@ -33,6 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
+from typing import Tuple
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 
@@ -46,6 +47,7 @@ from tf_hat_ebm import generators  # noqa: E402
 from tf_hat_ebm import langevin  # noqa: E402
 from tf_hat_ebm import nets  # noqa: E402
 from tf_hat_ebm import registry  # noqa: E402
+from tf_hat_ebm.evaluation import compare  # noqa: E402
 from tf_hat_ebm.tasks import base  # noqa: E402
 from tf_hat_ebm.trainer import Trainer  # noqa: E402
 import tpu_utils  # noqa: E402
@@ -114,9 +116,14 @@ def interleaved(fns, repeats):
   return times
 
 
+# A kind's `speed_variants` hook (registry.Kind.hooks): the variants of its `perf` options this
+# harness times (VARIANTS' names).
+SpeedVariants = Tuple[str, ...]
+
+
 def variants_to_time(config):
   """The variant names to time: --variants, of those the config's kind has."""
-  known = registry.for_config(config).speed_variants
+  known: SpeedVariants = registry.for_config(config).hook('speed_variants', ())
   if not FLAGS['variants'].present:
     return [v for v in FLAGS.variants if v in known] or list(known)
   unknown = set(FLAGS.variants) - set(known)
@@ -131,7 +138,7 @@ def check_config(config):
   if not issubclass(registry.for_config(config).task_class(), base.HatTask):
     raise app.UsageError(f'{config.experiment} is not a Hat EBM task: step_time.py times the '
                          'Langevin chain of synthesis and joint configs')
-  if FLAGS.untrained_generator and not registry.for_config(config).baselines:
+  if FLAGS.untrained_generator and not compare.has_baselines(registry.for_config(config)):
     raise app.UsageError('--untrained_generator is for joint configs (a synthesis generator '
                          'always starts untrained)')
 
@@ -225,8 +232,8 @@ def main(argv):
            for d in sorted({PEAK_DTYPE[r['precision']] for r in results} | {'float32'})}
   h = next(r['hat_flops'] for r in results if r['hat_flops'])
   g = next(r['gen_flops'] for r in results if r['gen_flops'])
-  formula = registry.for_config(base_config).step_flops(base_config, h, g, FLAGS.batch,
-                                                        FLAGS.langevin_steps)
+  formula = flops.step_flops(registry.for_config(base_config), base_config, h, g, FLAGS.batch,
+                             FLAGS.langevin_steps)
   if formula is None:
     print(f'{kind}: no FLOP formula for this kind; GFLOP/s are not reported')
   needed, needed_sampler = formula or (None, None)
