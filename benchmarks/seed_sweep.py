@@ -138,8 +138,8 @@ def sweep():
 
 def main(argv):
   del argv
-  from tf_hat_ebm import run_lib  # pylint: disable=g-import-not-at-top
-  run_lib.main_guard(sweep, interrupted=lambda: 'interrupted; rerun the same command to resume')
+  from tf_hat_ebm import errors  # pylint: disable=g-import-not-at-top
+  errors.main_guard(sweep, interrupted=lambda: 'interrupted; rerun the same command to resume')
 
 
 if __name__ == '__main__':

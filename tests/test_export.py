@@ -9,9 +9,9 @@ import pytest
 
 import tf_hat_ebm
 from tf_hat_ebm import export
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 
-from conftest import REPO
+from conftest import run_command
 
 # Runs in a fresh interpreter, outside the repository and without PYTHONPATH: TensorFlow and
 # tensorflow_hub only.
@@ -79,7 +79,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope='module')
 def exported(trained_workdir, tmp_path_factory):
-  run = runs.load_run(trained_workdir)
+  run = trained_run.load_run(trained_workdir)
   module = export.build_module(run)
   path = str(tmp_path_factory.mktemp('export') / 'saved_model')
   export.save(module, path)
@@ -145,12 +145,8 @@ def test_samples_and_path_agree_in_process(exported):
   np.testing.assert_array_equal(path['residuals'][0], np.zeros([4, 16, 16, 1]))  # Y0 = 0
 
 
-@pytest.mark.slow
 def test_export_script_rejects_missing_checkpoint(tmp_path):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
-  result = subprocess.run([sys.executable, os.path.join(REPO, 'experiments', 'export.py'),
-                           f'--workdir={tmp_path}'], capture_output=True, text=True, env=env,
-                          timeout=300)
+  result = run_command('export.py', f'--workdir={tmp_path}')
   assert result.returncode == 1
   assert result.stderr.strip().splitlines()[-1].startswith('error: no config.json in workdir')
 

@@ -2,14 +2,12 @@
 scale, grouped and described scalars, histograms, config text, hparams, evaluation results."""
 import glob
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO
+from conftest import run_command
 from tf_hat_ebm import figures
 from tf_hat_ebm import summaries
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
@@ -142,14 +140,10 @@ def test_event_files_hold_grouped_described_scalars_histograms_config_and_hparam
   assert hparams == {'_hparams_/session_start_info'}
 
 
-@pytest.mark.slow
 def test_evaluate_ood_writes_a_histogram_png_and_logs_to_tensorboard(run):
   workdir, _ = run
-  result = subprocess.run(
-      [sys.executable, os.path.join(REPO, 'experiments', 'evaluate_ood.py'),
-       f'--workdir={workdir}', '--num=40', '--batch_size=20', '--sets=uniform_noise'],
-      capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
-      timeout=300)
+  result = run_command('evaluate_ood.py', f'--workdir={workdir}', '--num=40', '--batch_size=20',
+                       '--sets=uniform_noise')
   assert result.returncode == 0, result.stderr[-2000:]
   assert read_png(os.path.join(workdir, 'ood_energies.png')).shape[1] >= 700
   found = [(step, tag, plugin) for step, tag, plugin, _, _ in events(workdir)

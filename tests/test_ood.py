@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import export
 from tf_hat_ebm.evaluation import ood
 
@@ -64,7 +64,7 @@ def test_evaluate_with_a_fixed_energy_gives_the_pinned_aurocs():
 
 
 def test_evaluate_a_trained_tiny_model_gives_the_pinned_aurocs(trained_workdir):
-  run = runs.load_run(trained_workdir)
+  run = trained_run.load_run(trained_workdir)
   module = export.build_module(run)
   result = ood.evaluate(lambda x: module.energy(x)['energy'], run.config.data,
                         ['inverted_digits', 'uniform_noise'], num=20, batch_size=8, verbose=False)

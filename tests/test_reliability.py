@@ -19,16 +19,18 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import export
 from tf_hat_ebm import registry
 from tf_hat_ebm import generators
+from tf_hat_ebm import errors
 from tf_hat_ebm import run_lib
+from tf_hat_ebm import trainer as trainer_lib
 from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm import workdir as workdir_lib
 from tpu_utils.strategy import check_batch_split
 
-from conftest import REPO, tiny
+from conftest import REPO, run_command, tiny
 
 TINY = ['--config.model.hat_width=8', '--config.model.gen_width=8', '--config.model.z_dim=4',
         '--config.langevin.steps=2', '--config.sampling.steps=2',
@@ -100,7 +102,6 @@ CASES = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize('case', sorted(CASES))
 def test_script_failure_is_one_line_naming_the_cause(case, trained_workdir, damaged, tmp_path):
   name, args, texts = CASES[case]
@@ -108,7 +109,7 @@ def test_script_failure_is_one_line_naming_the_cause(case, trained_workdir, dama
   (tmp_path / 'sm').mkdir()
   (tmp_path / 'sm' / 'saved_model.pb').write_bytes(b'\x08\x01garbage')
   before = sorted(os.listdir(trained_workdir))
-  result = script(name, *[a.format(**fill) for a in args])
+  result = run_command(name, *[a.format(**fill) for a in args])
   assert_one_line_error(result, *[t.format(**fill) for t in texts])
   # Nothing half-written: no output directory, no training workdir, the trained run untouched.
   assert not os.path.exists(tmp_path / 's') and not os.path.exists(tmp_path / 'e')
@@ -116,16 +117,15 @@ def test_script_failure_is_one_line_naming_the_cause(case, trained_workdir, dama
   assert sorted(os.listdir(trained_workdir)) == before
 
 
-@pytest.mark.slow
 def test_sample_refuses_a_used_output_and_overwrite_leaves_no_stale_grid(trained_workdir, tmp_path):
   out = tmp_path / 'out'
   out.mkdir()
   for name in ('samples_000.png', 'samples_001.png', 'samples_002.png', 'notes.txt'):
     (out / name).write_bytes(b'old')
   args = [f'--workdir={trained_workdir}', f'--output={out}', '--num_samples=3', '--path_chains=2']
-  assert_one_line_error(script('sample.py', *args), f'--output={out}', '--overwrite')
+  assert_one_line_error(run_command('sample.py', *args), f'--output={out}', '--overwrite')
   assert (out / 'samples_000.png').read_bytes() == b'old'  # refused: nothing touched
-  result = script('sample.py', *args, '--overwrite', '--checkpoint=2')
+  result = run_command('sample.py', *args, '--overwrite', '--checkpoint=2')
   assert result.returncode == 0, result.stderr[-2000:]
   # The earlier files were not written by sample.py (no manifest lists them): all kept.
   assert sorted(os.listdir(out)) == [
@@ -164,12 +164,12 @@ def test_state_file_loss_names_the_checkpoints_instead_of_train_first(trained_wo
   os.remove(ckpt_dir / 'checkpoint')
   with pytest.raises(ValueError, match=r'state file .*checkpoint is missing or unreadable, but '
                                        r'ckpt-2 exist: pass --checkpoint=2'):
-    runs.load_run(str(tmp_path / 'w'))
-  run = runs.load_run(str(tmp_path / 'w'), checkpoint=2)
+    trained_run.load_run(str(tmp_path / 'w'))
+  run = trained_run.load_run(str(tmp_path / 'w'), checkpoint=2)
   assert run.step == 2 and run.checkpoint == str(ckpt_dir / 'ckpt-2')
-  assert runs.load_run(str(tmp_path / 'w'), checkpoint=str(ckpt_dir / 'ckpt-2')).step == 2
+  assert trained_run.load_run(str(tmp_path / 'w'), checkpoint=str(ckpt_dir / 'ckpt-2')).step == 2
   with pytest.raises(ValueError, match=r'--checkpoint=5: no checkpoint .*ckpt-5.*: ckpt-2$'):
-    runs.load_run(str(tmp_path / 'w'), checkpoint=5)
+    trained_run.load_run(str(tmp_path / 'w'), checkpoint=5)
 
 
 def test_list_checkpoints_reads_index_files_only(tmp_path):
@@ -275,36 +275,27 @@ def test_samples_stream_to_disk_in_batches(tmp_path):
 
 
 # Runs experiments/export.py with tf.saved_model.save failing half-way through its write.
-FAILING_SAVE = r'''
-import os, runpy, sys
-import tensorflow as tf
-error = sys.argv.pop(1)
-def save(module, output_dir, **kwargs):
-  os.makedirs(os.path.join(output_dir, 'variables'))
-  with open(os.path.join(output_dir, 'variables', 'variables.data-00000-of-00001'), 'wb') as f:
-    f.write(b'half')
-  if error == 'disk_full':
-    raise tf.errors.ResourceExhaustedError(None, None, 'No space left on device')
-  raise KeyboardInterrupt
-tf.saved_model.save = save
-sys.argv[0] = os.path.join(os.environ['PYTHONPATH'], 'experiments', 'export.py')
-runpy.run_path(sys.argv[0], run_name='__main__')
-'''
-
-
-@pytest.mark.slow
 @pytest.mark.parametrize('error,code,text', [('disk_full', 1, 'out of space or memory'),
                                              ('interrupt', 130, 'interrupted')])
 def test_failed_export_removes_its_staging_dir_and_keeps_the_old_export(
-    error, code, text, trained_workdir, tmp_path):
+    error, code, text, trained_workdir, tmp_path, monkeypatch):
   output = tmp_path / 'export'
   (output / 'variables').mkdir(parents=True)
   for name in ('saved_model.pb', 'variables/variables.index'):
     (output / name).write_bytes(b'old ' + name.encode())
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', PYTHONPATH=REPO)
-  command = [sys.executable, '-c', FAILING_SAVE, error, f'--workdir={trained_workdir}',
-             f'--output={output}', '--overwrite']
-  result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+
+  def save(module, output_dir, **kwargs):  # a save that fails half-way
+    del module, kwargs
+    os.makedirs(os.path.join(output_dir, 'variables'))
+    with open(os.path.join(output_dir, 'variables', 'variables.data-00000-of-00001'), 'wb') as f:
+      f.write(b'half')
+    if error == 'disk_full':
+      raise tf.errors.ResourceExhaustedError(None, None, 'No space left on device')
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(tf.saved_model, 'save', save)
+  result = run_command('export.py', f'--workdir={trained_workdir}', f'--output={output}',
+                       '--overwrite')
   assert_one_line_error(result, text, code=code)
   assert sorted(os.listdir(tmp_path)) == ['export']  # no export.export-tmp left behind
   assert sorted(os.listdir(output)) == ['saved_model.pb', 'variables']
@@ -328,7 +319,7 @@ def test_result_file_is_never_replaced_by_nan_or_silently(tmp_path):
 # ---- SavedModel inputs --------------------------------------------------------------------------
 @pytest.fixture(scope='module')
 def module(trained_workdir):
-  return export.build_module(runs.load_run(trained_workdir))
+  return export.build_module(trained_run.load_run(trained_workdir))
 
 
 @pytest.mark.parametrize('num, message', [(2**32 + 4, 'num_samples must be <= 2147483647'),
@@ -371,11 +362,11 @@ def test_foreign_saved_model_is_named(tmp_path):
 def test_range_checks_name_the_config_field(field, value):
   config = tiny(**{field: value})
   with pytest.raises(ValueError, match=rf'^config field {field} must be'):
-    run_lib.validate(config)
+    trainer_lib.validate(config)
 
 
 def test_range_checks_accept_sampling_without_steps():
-  run_lib.validate(tiny(**{'sampling.steps': 0}))
+  trainer_lib.validate(tiny(**{'sampling.steps': 0}))
 
 
 def test_batch_split_rejects_non_positive_batches(two_replicas):
@@ -401,7 +392,7 @@ def raise_(error):
     (ValueError('first\nsecond'), 1, 'first')])
 def test_main_guard_one_line_and_exit_code(capsys, error, code, text):
   with pytest.raises(SystemExit) as exit_info:
-    run_lib.main_guard(raise_(error), interrupted=lambda: 'interrupted at the test')
+    errors.main_guard(raise_(error), interrupted=lambda: 'interrupted at the test')
   assert exit_info.value.code == code
   err = capsys.readouterr().err
   assert err.count('\n') == 1 and err.startswith('error: ') and text in err
@@ -411,7 +402,7 @@ def test_main_guard_one_line_and_exit_code(capsys, error, code, text):
                                    IndexError('a bug')])
 def test_main_guard_keeps_genuine_bugs_as_tracebacks(error):
   with pytest.raises(type(error)):
-    run_lib.main_guard(raise_(error))
+    errors.main_guard(raise_(error))
 
 
 # ---- generator factories ------------------------------------------------------------------------
@@ -454,8 +445,8 @@ def pinned_refinement(tmp_path_factory):
   os.chdir(root)  # a relative generator.path: recorded absolute
   try:
     config = tiny('digits_refine', **{'generator.path': 'gan', 'model.disc_width': 8})
-    run_lib.train(config, refine, strategy, num_steps=2,
-                  verbose=False)
+    trainer_lib.train(config, refine, strategy, num_steps=2,
+                      verbose=False)
   finally:
     os.chdir(cwd)
   Trainer(sngan.SNGANTask(gan_config, strategy), gan_config, gan, strategy,
@@ -465,10 +456,10 @@ def pinned_refinement(tmp_path_factory):
 
 def test_joint_run_records_its_generator_and_loads_exactly_that(pinned_refinement):
   gan, refine, gan_config = pinned_refinement
-  saved = runs.load_config(refine).generator
+  saved = trained_run.load_config(refine).generator
   assert saved.path == gan and saved.checkpoint == 2 and len(saved.fingerprint) == 16
   assert checkpoints.list_checkpoints(os.path.join(gan, 'checkpoints'))[-1] == 4
-  run = runs.load_run(refine)  # the SN-GAN's latest is ckpt-4: ckpt-2 is loaded
+  run = trained_run.load_run(refine)  # the SN-GAN's latest is ckpt-4: ckpt-2 is loaded
   pinned, _ = generators.load_sngan(gan, gan_config, checkpoint=2)
   z = tf.random.normal([2, 4])
   np.testing.assert_array_equal(run.model.generator(z).numpy(), pinned(z).numpy())
@@ -480,8 +471,8 @@ def test_resume_over_another_generator_checkpoint_names_both(pinned_refinement):
                                     'model.disc_width': 8, 'generator.checkpoint': 4})
   with pytest.raises(ValueError, match=r'made with the generator sngan .*gan ckpt-2; this '
                      r'config asks for sngan .*gan ckpt-4'):
-    run_lib.train(config, refine, tf.distribute.get_strategy(),
-                  num_steps=4, verbose=False)
+    trainer_lib.train(config, refine, tf.distribute.get_strategy(),
+                      num_steps=4, verbose=False)
 
 
 def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tmp_path):
@@ -496,8 +487,8 @@ def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tm
     json.dump(config, f)
   with pytest.raises(ValueError, match='weights [0-9a-f]{16}, but this run was made with weights '
                      '0123456789abcdef'):
-    runs.load_run(copy)
-  assert runs.load_run(copy, allow_other_generator=True).step == 2
+    trained_run.load_run(copy)
+  assert trained_run.load_run(copy, allow_other_generator=True).step == 2
 
 
 # ---- one validation, on every load -------------------------------------------------------------
@@ -509,7 +500,7 @@ def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tm
     ('sampling.prior_sigma', 0.0, 'sampling.prior_sigma must be a finite number > 0')])
 def test_validation_catches_values_that_reverse_or_break_a_run(field, value, message):
   with pytest.raises(ValueError, match=re.escape(message)):
-    run_lib.validate(tiny(**{field: value}))
+    trainer_lib.validate(tiny(**{field: value}))
 
 
 @pytest.mark.parametrize('section, field, value, message', [
@@ -525,7 +516,7 @@ def test_a_config_json_read_back_is_validated(trained_workdir, tmp_path, section
   config[section][field] = value
   path.write_text(json.dumps(config))
   with pytest.raises(ValueError, match=re.escape(f'{path}: config field {message}')):
-    runs.load_run(str(tmp_path / 'w'))
+    trained_run.load_run(str(tmp_path / 'w'))
 
 
 def test_a_workdir_naming_a_factory_runs_no_code_unless_trusted(trained_workdir, tmp_path):
@@ -537,7 +528,7 @@ def test_a_workdir_naming_a_factory_runs_no_code_unless_trusted(trained_workdir,
   (workdir / 'config.json').write_text(json.dumps(config))
   with pytest.raises(ValueError, match="names the generator factory 'os:abort'.*"
                                        '--trust_workdir_code'):
-    runs.load_run(str(workdir))
+    trained_run.load_run(str(workdir))
 
 
 def test_lock_that_is_a_directory_or_half_written(tmp_path):

@@ -124,6 +124,9 @@ def _perf(config):
   # amx_bf16 / avx512_bf16), else float32 (tpu_utils/hardware.py); or float32 / mixed_bfloat16.
   # States, energies, losses and the bank stay float32 in every case.
   perf.precision = 'auto'
+  # XLA for the whole training step: 'auto' (tf_hat_ebm/perf.py: only small networks on a GPU;
+  # off on CPUs, where it was slower), 'on' or 'off'. It changes rounding, not the math.
+  perf.jit_compile = 'auto'
   return config
 
 

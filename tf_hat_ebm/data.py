@@ -218,3 +218,18 @@ def train_dataset(cfg, global_batch_size, input_context=None):
 def eval_dataset(cfg, split, batch_size):
   """One pass over split, in order, batched (last batch may be smaller)."""
   return images_dataset(cfg, split, training=False).batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+# Out-of-distribution sets of evaluation/ood.py: tfds sets resized to the model's resolution, or
+# for the digits sets built offline.
+TFDS_OOD_SETS = ('svhn_cropped', 'cifar100', 'celeb_a')
+OFFLINE_OOD_SETS = ('inverted_digits', 'resampled_digits', 'uniform_noise', 'gaussian_noise',
+                    'natural_patches')
+NEAR_OOD_SETS = ('other_digits',)  # only for a model of some of the digits (data.classes)
+
+
+def default_ood_sets(data_cfg):
+  """The OOD sets a run of `data_cfg` is scored against by default."""
+  if data_cfg.name == 'digits':
+    return list(OFFLINE_OOD_SETS) + (list(NEAR_OOD_SETS) if data_cfg.get('classes') else [])
+  return [name for name in TFDS_OOD_SETS if name != data_cfg.name]

@@ -34,6 +34,8 @@ import tensorflow as tf
 import tf_hat_ebm
 from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
+from tf_hat_ebm import run_lib
+from tf_hat_ebm import trained_run
 # num_samples is int64 (an int32 input would wrap 2**32 + 4 to 4); one call makes at most this many.
 MAX_SAMPLES = 2**31 - 1
 # energy() accepts images in [-1, 1] up to float rounding; [0, 255] or [0, 1]-scaled data is not.
@@ -260,8 +262,8 @@ class JointHatEBMModule(HatEBMModule):
 
 
 def build_module(run, path_steps=None):
-  """The exportable module of a restored `runs.Run` (its kind's, registry.py), carrying what the
-  SavedModel says about itself (describe)."""
+  """The exportable module of a restored `trained_run.Run` (its kind's, registry.py), carrying
+  what the SavedModel says about itself (describe)."""
   module = run.kind.export_module(run.model, run.config, path_steps)
   describe(module, run)
   return module
@@ -434,7 +436,7 @@ def load_saved_model(path, flag):
   """A SavedModel written by `save`; anything else is a one-line error naming --flag."""
   if not tf.io.gfile.exists(os.path.join(path, 'saved_model.pb')):
     raise ValueError(f'--{flag}={path}: no saved_model.pb there (write one with '
-                     'experiments/export.py)')
+                     'tf-hat-ebm-export)')
   try:
     model = tf.saved_model.load(path)
   except (OSError, ValueError, KeyError, message.DecodeError, tf.errors.OpError) as e:
@@ -444,5 +446,26 @@ def load_saved_model(path, flag):
   missing = [name for name in ('sample', 'sample_path', 'energy') if not hasattr(model, name)]
   if missing:
     raise ValueError(f'--{flag}={path} is not a Hat EBM export (no {", ".join(missing)}); '
-                     'write one with experiments/export.py')
+                     'write one with tf-hat-ebm-export')
   return model
+
+
+def export_run(workdir, output=None, path_steps=None, overwrite=False, **load):
+  """tf-hat-ebm-export: the SavedModel of a workdir's run (at `load`'s checkpoint) in `output`
+  (default <workdir>/saved_model), replacing an earlier export only with `overwrite` and only
+  once the new one is written completely. Returns the module."""
+  output = output or os.path.join(workdir, 'saved_model')
+  out = run_lib.OwnedOutput(output, 'export', overwrite, 'output')
+  out.check()  # before any work
+  run = trained_run.load_run(workdir, **load)
+  module = build_module(run, path_steps=run_lib.int_list(path_steps, 'path_steps'))
+  with out:  # staged first: a failed export (disk full, Ctrl-C, ...) leaves the old one intact
+    save(module, out.staging)
+    out.commit()
+  s = run.model.sampling
+  print(f'Exported step {run.step} of {workdir} to {output}\n'
+        f'  sample(num_samples, seed): K={s.steps}, eps={s.step_size:g}, T={s.temperature:g}, '
+        f'Y0 scale={s.init_scale:g}; images {module.expected_shape} in [-1, 1]\n'
+        f'  sample_path steps: {list(module.path_steps.numpy())}\n'
+        f'  energy(images): float32 {module.expected_shape} -> [N]')
+  return module

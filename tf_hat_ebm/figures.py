@@ -379,3 +379,15 @@ def montage(panels, title, path=None):
 def decode(meta):
   """The figure's PNG as a uint8 [H, W, 4] array (for tf.summary.image)."""
   return tf.io.decode_png(meta['png'], channels=4).numpy()
+
+
+def stack(images):
+  """RGBA images one above the other, centred on white."""
+  width = max(p.shape[1] for p in images)
+  rows = []
+  for p in images:
+    left = (width - p.shape[1]) // 2
+    row = np.full([p.shape[0], width, 4], 255, np.uint8)
+    row[:, left:left + p.shape[1]] = p
+    rows.append(row)
+  return np.concatenate(rows)

@@ -11,6 +11,7 @@ histograms of data and samples) and at the end (a PNG of the training curves).
 """
 import json
 import os
+from typing import Mapping
 
 import numpy as np
 import tensorflow as tf
@@ -19,6 +20,10 @@ from tf_hat_ebm import figures
 from tf_hat_ebm import registry
 
 # metric -> (group, description). {T} is replaced by the training chain's temperature.
+# A kind's `grid_labels` hook (registry.Kind.hooks): the training grids' panel labels ('x',
+# 'g_z') where they are not X = G(Z) + Y and G(Z).
+GridLabels = Mapping[str, str]
+
 SCALARS = {
     'energy_diff': ('energy', 'mean H(X+) - mean H(X-): data energy minus sample energy, the '
                     'maximum-likelihood loss times T. The EBM update pushes it below 0, the '
@@ -203,7 +208,7 @@ class RunReport:
       return {}
     written = {}
     what = f'{self.name}, step {step}'
-    labels = registry.for_config(self.config).grid_labels
+    labels: GridLabels = registry.for_config(self.config).hook('grid_labels', {})
     for name, key, _, label, kind, heading in figures.SAMPLE_PANELS:
       if key not in grids:
         continue

@@ -134,7 +134,7 @@ def load_config(workdir, defaults=None):
   """workdir/config.json as a ConfigDict (the trainer writes it on the first run).
 
   defaults: experiment name -> that kind's defaults (or None); the fields an older config.json
-  lacks are filled in from them. runs.load_config passes every kind's (registry.py).
+  lacks are filled in from them. trained_run.load_config passes every kind's (registry.py).
   """
   path = os.path.join(workdir, 'config.json')
   if not tf.io.gfile.exists(path):
@@ -153,32 +153,14 @@ def load_config(workdir, defaults=None):
                      'the training config (ConfigDict.to_json_best_effort)') from e
   if not isinstance(config, dict):
     raise ValueError(f'{path} holds a JSON {type(config).__name__}, not a config object')
-  _migrate(config)
   kind_defaults = defaults(config.get('experiment', 'synthesis')) if defaults else None
   if kind_defaults is not None:
-    filling = kind_defaults.to_dict()
-    for section, fields in IMPLICIT_BEFORE.items():
-      filling[section].update(fields)
-    filled = fill_missing(config, filling)
+    filled = fill_missing(config, kind_defaults.to_dict())
     if filled:
       logging.warning('%s was written by an older version: defaults filled in for %s', path,
                       ', '.join(filled))
   # Read back, the config is checked as at training start: an edited field never runs unchecked.
   return validation.validate(ml_collections.ConfigDict(config), kind_defaults, source=path)
-
-
-# Fields whose default changed when they were added: a config.json written before they existed
-# gets the value the run was trained with (Mimicry's initialisation), not today's default.
-IMPLICIT_BEFORE = {'model': {'init': 'mimicry'}}
-
-
-def _migrate(config):
-  """Moves fields of older config.json files to where they live now, in place."""
-  latent_sphere = (config.get('generator') or {}).pop('latent_sphere', None)
-  if latent_sphere is not None:  # now a chain setting
-    for chain in ('langevin', 'sampling'):
-      if isinstance(config.get(chain), dict):
-        config[chain].setdefault('latent_sphere', latent_sphere)
 
 
 def fill_missing(config, defaults, prefix=''):

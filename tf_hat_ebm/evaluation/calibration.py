@@ -7,10 +7,15 @@ training set. Since the FID barely moves when a class is missing, each model's s
 the class histogram by the same classifier (the share of the rarest class) and the distance of
 each sample to its nearest training image beside the test digits' own.
 """
+import os
+
 import numpy as np
 import tensorflow as tf
 
 from tf_hat_ebm import data as data_lib
+from tf_hat_ebm import run_lib
+from tf_hat_ebm import trained_run
+from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
 
 
@@ -112,3 +117,45 @@ def coverage(images, feature_net, data_cfg, calibration):
   out.update(nn_mean=float(distances.mean()), share_closer_than_test_p5=float(
       np.mean(distances < calibration['test']['nn_p5'])))
   return out
+
+
+def _sample_files(entries):
+  """[(label, path)] of --samples' label=path entries."""
+  out = []
+  for entry in entries or ():
+    label, eq, path = entry.partition('=')
+    if not eq or not label or not path:
+      raise ValueError(f'--samples entry {entry!r}: give label=path/to/samples.npz')
+    out.append((label, path))
+  return out
+
+
+def calibrate_command(workdir, output, num=1000, runs=3, samples=(), feature_cache_dir=None,
+                      overwrite=False):
+  """tf-hat-ebm-calibrate-fid: `calibrate` for the dataset of `workdir`'s run, and `coverage`
+  of each label=samples.npz in `samples`; writes `output` (JSON)."""
+  files = _sample_files(samples)
+  run_lib.check_output_file(output, overwrite)
+  data_cfg = trained_run.load_config(workdir).data
+  if data_cfg.name != 'digits':
+    raise ValueError(f'--workdir={workdir} is a {data_cfg.name} run: the calibration uses the '
+                     'digits classifier')
+  data_cfg.classes = ()  # the whole dataset, whatever labels the run trained on
+  cache = feature_cache_dir or features.default_cache_dir()
+  net = features.classifier_features(data_cfg, cache)
+  cal = calibrate(data_cfg, net, cache, num, runs)
+  found, missing = {}, []
+  for label, path in files:
+    if not os.path.exists(path):
+      missing.append(label)
+      continue
+    with np.load(path) as npz:
+      found[label] = dict(coverage(npz['images'], net, data_cfg, cal), num=len(npz['images']))
+  os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+  run_lib.write_json(output, dict(calibration=cal, coverage=found, missing=missing))
+  print(f'FID at N = {num}: floor {cal["floor"]["mean"]:.2f}, memorisation bound '
+        f'{cal["memorisation"]["mean"]:.2f}, missing class {cal["dropped_class"]["mean"]:.2f}')
+  for label, c in found.items():
+    print(f'{label}: rarest class {c["rarest_class"]} at {100 * c["rarest_share"]:.1f}%, nearest '
+          f'training image {c["nn_mean"]:.3f} (test digits {cal["test"]["nn_mean"]:.3f})')
+  print(f'written to {output}' + (f'; no samples of {", ".join(missing)}' if missing else ''))

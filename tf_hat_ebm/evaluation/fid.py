@@ -11,6 +11,8 @@ dataset / split / resolution / feature network in `<workdir>/fid_stats/`.
 """
 import io
 import os
+import time
+from typing import Dict, List, Optional, Protocol, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -18,8 +20,13 @@ import tensorflow_gan as tfgan
 
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import progress
+from tf_hat_ebm import registry
+from tf_hat_ebm import run_lib
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import samples as samples_lib
+from tf_hat_ebm import summaries
 from tf_hat_ebm import workdir as workdir_lib
+from tf_hat_ebm.evaluation import features
 
 INCEPTION_HELP = (
     'provide it with --inception_path=DIR, a local copy of {url} (download '
@@ -128,6 +135,7 @@ def fids_over_runs(batches, feature_net, reference, runs, verbose=True, what='sa
       print(f'FID run {r + 1}/{runs}: {what}', flush=True)
     bar = progress.Progress(total, unit='samples') if verbose and total else None
     acts, seen = {}, 0
+    start = time.perf_counter()
     for out in batches(r):
       for name, x in out.items():
         acts.setdefault(name, []).append(
@@ -137,6 +145,8 @@ def fids_over_runs(batches, feature_net, reference, runs, verbose=True, what='sa
         bar.update(min(seen, total))
     for name, parts in acts.items():
       fids.setdefault(name, []).append(frechet_distance(reference, np.concatenate(parts)))
+    if verbose:  # sampling, features and distances of every method of the run
+      print(f'FID run {r + 1}/{runs} took {time.perf_counter() - start:.1f} s', flush=True)
   return fids
 
 
@@ -185,3 +195,77 @@ def mean_std(values):
   """(mean, std) over runs; std is the population std (0 for a single run)."""
   values = np.asarray(values, np.float64)
   return float(values.mean()), float(values.std())
+
+
+def feature_network(data_cfg, feature_net=None, inception_path=None, cache_dir=None):
+  """The feature network of an evaluation: Inception, or the dataset's classifier (the default
+  for the digits, where Inception features mean little)."""
+  if (feature_net or ('classifier' if data_cfg.name == 'digits' else 'inception')) == 'inception':
+    return InceptionFeatures(inception_path)  # loaded once, used for every set
+  return features.classifier_features(data_cfg, cache_dir)
+
+
+class FidRows(Protocol):
+  """A kind's `fid_rows` hook (registry.Kind.hooks, evaluation/rows.py): the FID of each method
+  a run of the kind offers, as ([(method, row label)], {method: [FID per run]}, chain)."""
+
+  def __call__(self, run: trained_run.Run, net, train: np.ndarray, num_samples: int, runs: int,
+               seed: int, batch_size: int
+               ) -> Tuple[List[Tuple[str, str]], Dict[str, List[float]], str]:
+    ...
+
+
+class LoadRun(Protocol):
+  """A kind's `fid_run` hook: its run read for its FID rows when it has no inference model for
+  trained_run.load_run (an SN-GAN's generator alone)."""
+
+  def __call__(self, workdir: str, checkpoint: Optional[str] = None):
+    ...
+
+
+def load_for_fid(workdir, checkpoint=None, **load):
+  """A run as its kind's FID rows read it, and those rows' function."""
+  kind = registry.for_config(trained_run.load_config(workdir))
+  rows: Optional[FidRows] = kind.load_hook('fid_rows')
+  if rows is None:
+    raise ValueError(f'--workdir={workdir}: {kind.name} runs offer no FID rows')
+  load_run: Optional[LoadRun] = kind.load_hook('fid_run')
+  run = (load_run(workdir, checkpoint) if load_run else
+         trained_run.load_run(workdir, checkpoint=checkpoint, **load))
+  return run, rows
+
+
+def evaluate_run(workdir, num_samples=None, runs=3, batch_size=250,
+                 feature_net=None, inception_path=None, feature_cache_dir=None, seed=0,
+                 overwrite=False, **load):
+  """tf-hat-ebm-evaluate-fid: the FID rows of the run's kind (its FidRows hook) beside the
+  test split's FID, mean +- std over `runs` sample sets of `num_samples` (default 50,000 with
+  Inception as in the paper, 5,000 with the classifier). Printed, written to <workdir>/fid.json
+  (an existing one only with `overwrite`, never a non-finite result) and logged to the
+  workdir's TensorBoard (eval/fid_<method>) at the checkpoint's step. Returns the result."""
+  path = os.path.join(workdir, 'fid.json')
+  run_lib.check_output_file(path, overwrite)
+  run, rows_of = load_for_fid(workdir, **load)
+  data_cfg = run.config.data
+  net = feature_network(data_cfg, feature_net, inception_path, feature_cache_dir)
+  num_samples = num_samples or (50_000 if isinstance(net, InceptionFeatures) else 5_000)
+  train, test = (data_activations(data_cfg, split, net, workdir, batch_size)
+                 for split in (data_cfg.train_split, data_cfg.test_split))
+  methods, fids, chain = rows_of(run, net, train, num_samples, runs, seed, batch_size)
+  data_fid = frechet_distance(train, test)
+  rows = [(f'{label} ({num_samples})', *mean_std(fids[key])) for key, label in methods]
+  rows.append((f'data: {data_cfg.test_split} split ({len(test)})', data_fid, None))
+  print(f'\nFID vs {data_cfg.name} {data_cfg.train_split} split ({len(train)} images), '
+        f'step {run.step} of {workdir}')
+  print(f'features: {net.description}; {runs} run(s); sampling chain {chain}')
+  print('\n'.join(score_table([(name, {'FID': (mean, std)}) for name, mean, std in rows])))
+  result = dict(step=run.step, feature_net=net.name, feature_description=net.description,
+                num_samples=num_samples, runs=runs, data_test_vs_train=data_fid,
+                reference=f'{data_cfg.name}/{data_cfg.train_split}',
+                **{key: fids[key] for key, _ in methods})
+  run_lib.write_json(path, result)
+  summaries.log_evaluation(
+      workdir, run.step, {**{f'fid_{key}': mean_std(fids[key])[0] for key, _ in methods},
+                          'fid_data_test_vs_train': data_fid}, summaries.EVAL)
+  print(f'written to {path}; TensorBoard: {workdir}/tensorboard (eval/)')
+  return result

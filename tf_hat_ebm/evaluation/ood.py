@@ -22,18 +22,15 @@ from sklearn.metrics import roc_auc_score
 import tensorflow as tf
 
 from tf_hat_ebm import data as data_lib
+from tf_hat_ebm import export
+from tf_hat_ebm import figures
 from tf_hat_ebm import progress
-
-TFDS_OOD_SETS = ('svhn_cropped', 'cifar100', 'celeb_a')
-OFFLINE_OOD_SETS = ('inverted_digits', 'resampled_digits', 'uniform_noise', 'gaussian_noise',
-                    'natural_patches')
-NEAR_OOD_SETS = ('other_digits',)  # only for a model of some of the digits (data.classes)
-
-
-def default_sets(data_cfg):
-  if data_cfg.name == 'digits':
-    return list(OFFLINE_OOD_SETS) + (list(NEAR_OOD_SETS) if data_cfg.get('classes') else [])
-  return [name for name in TFDS_OOD_SETS if name != data_cfg.name]
+from tf_hat_ebm import run_lib
+from tf_hat_ebm import trained_run
+from tf_hat_ebm import summaries
+# The sets' names live with the datasets (TensorBoard's HPARAMS columns name them too).
+from tf_hat_ebm.data import default_ood_sets as default_sets
+from tf_hat_ebm.data import NEAR_OOD_SETS, OFFLINE_OOD_SETS, TFDS_OOD_SETS
 
 
 def auroc(in_energies, ood_energies):
@@ -155,3 +152,50 @@ def evaluate(energy_fn, data_cfg, set_names, num=10_000, batch_size=250, verbose
   if energies_out is not None:
     energies_out[result['in_distribution']['name']] = in_e
   return result
+
+
+def evaluate_run(workdir, sets=None, num=10_000, batch_size=250, data_dir=None, overwrite=False,
+                 **load):
+  """tf-hat-ebm-evaluate-ood: `evaluate` of the run's energy against `sets` (default_sets), the
+  in-distribution set being its dataset's test split (from `data_dir` if given). Printed, written
+  to <workdir>/ood.json and ood_energies.png (histograms of H(x) per set; existing ones only with
+  `overwrite`) and logged to its TensorBoard (eval/ood_auroc_<set>) at the checkpoint's step."""
+  path, png = os.path.join(workdir, 'ood.json'), os.path.join(workdir, 'ood_energies.png')
+  for output in (path, png):
+    run_lib.check_output_file(output, overwrite)
+  run = trained_run.load_run(workdir, **load)
+  data_cfg = run.config.data
+  if data_dir:
+    data_cfg.data_dir = data_dir
+  module = export.build_module(run)
+  names = sets or default_sets(data_cfg)
+  energies_of = {}
+  result = evaluate(lambda x: module.energy(x)['energy'], data_cfg, names, num, batch_size,
+                    energies_out=energies_of)
+  result['step'] = run.step
+  ind = result['in_distribution']
+  print(f'\nOOD detection by energy H(x), higher = OOD; step {run.step} of {workdir}')
+  print(f'in-distribution: {ind["name"]} ({ind["num"]} images, mean H {ind["mean_energy"]:.4g})')
+  print('\n'.join(auroc_table(result)))
+  run_lib.write_json(path, result)
+  aurocs = {n: r['auroc'] for n, r in result['sets'].items()}
+  figure = figures.energy_histograms(
+      energies_of, f'H(x) of {ind["name"]} vs OOD sets: {run.config.name}, step {run.step}', png,
+      reference=ind['name'], notes={n: f'AUROC {a:.3f}' for n, a in aurocs.items()})
+  summaries.log_evaluation(
+      workdir, run.step, {f'ood_auroc_{n}': a for n, a in aurocs.items()},
+      {f'ood_auroc_{n}': f'AUROC of telling {n} from {ind["name"]} by H(x): 0.5 is chance, 1 '
+       'perfect' for n in aurocs}, figure, energies_of)
+  print(f'written to {path} and {png}; TensorBoard: {workdir}/tensorboard (eval/)')
+  return result
+
+
+def auroc_table(result):
+  """The markdown lines of `evaluate`'s result: AUROC, images and mean energy per OOD set."""
+  width = max(len(n) for n in list(result['sets']) + ['OOD set'])
+  lines = [f'| {"OOD set".ljust(width)} | AUROC | images | mean H     |',
+           f'|{"-" * (width + 2)}|-------|--------|------------|']
+  for name, r in result['sets'].items():
+    lines.append(f'| {name.ljust(width)} | {r["auroc"]:.3f} | {r["num"]:6d} | '
+                 f'{r["mean_energy"]:<10.4g} |')
+  return lines

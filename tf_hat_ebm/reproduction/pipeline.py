@@ -97,7 +97,8 @@ def resolved_config(stage):
   """The config a training stage runs with: its file (and size) and the command's overrides."""
   path, _, size = stage.config.partition(':')
   try:
-    config = config_lib.load_file(os.path.join(cli.scripts_dir(), path[len('experiments/'):]),
+    config = config_lib.load_file(os.path.join(cli.configs_dir(),
+                                               path[len('experiments/configs/'):]),
                                   *([size] if size else []))
   except TypeError as e:  # a config whose get_config takes no size
     raise ValueError(f'{stage.config}: {cli.one_line(e)}') from None
@@ -216,7 +217,7 @@ def write_report(records, options, stages):
 def reproduce(options, run_command=None, print_fn=print):
   """Runs (or with dry_run prints) every stage of `options` and writes the report; the records.
 
-  Errors are one-line ValueErrors / PermissionErrors (run_lib.main_guard: exit 1); Ctrl-C and
+  Errors are one-line ValueErrors / PermissionErrors (errors.main_guard: exit 1); Ctrl-C and
   SIGTERM stop the running stages' children and leave a state the same command resumes.
   """
   check_options(options)
@@ -235,3 +236,24 @@ def reproduce(options, run_command=None, print_fn=print):
   print_fn(f'\nreport: {os.path.join(options.out, "report.md")} (and report.json, figures/, '
            f'TensorBoard text in {os.path.join(options.out, "tensorboard")})')
   return records
+
+
+def reproduce_command(scale='digits', seeds=None, out=None, parts=stages_lib.PARTS, size=None,
+                      tpu=None, data_dir=None, inception_path=None, precision=None,
+                      release_sngan=None, jobs='auto', dry_run=False, overwrite=False):
+  """tf-hat-ebm-reproduce: the flags as Options, then `reproduce`. Ctrl-C or SIGTERM stops the
+  running stages (exit 130); the same command resumes."""
+  try:
+    seeds = tuple(int(s) for s in seeds) if seeds else tuple(stages_lib.SCALES[scale].seeds)
+  except ValueError:
+    raise ValueError(f'--seeds must be comma-separated integers, not {",".join(seeds)}')
+  options = stages_lib.Options(
+      out=out if out is not None else os.path.join('reproduce', scale), scale=scale, seeds=seeds,
+      parts=tuple(parts), size=size or None, tpu=tpu, data_dir=data_dir,
+      inception_path=inception_path, precision=precision, release_sngan=release_sngan,
+      jobs=jobs, dry_run=dry_run, overwrite=overwrite)
+  try:
+    return reproduce(options)
+  except KeyboardInterrupt as e:
+    raise KeyboardInterrupt('interrupted: the running stages were stopped; rerun the same '
+                            'command to resume') from e

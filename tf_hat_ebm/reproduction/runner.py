@@ -39,15 +39,16 @@ class StageError(ValueError):
 
 
 def executable(argv):
-  """A recorded command as run: `python` is this interpreter, `experiments/...` the scripts'."""
-  scripts = cli.scripts_dir()
-
+  """A recorded command as run: `python experiments/<script>` is the script of this checkout (or
+  its command, in a wheel), and a shipped config `experiments/configs/...` its file."""
   def resolve(arg):
     key, eq, value = arg.partition('=') if arg.startswith('--') else ('', '', arg)
-    if value.startswith('experiments/'):
-      value = os.path.join(scripts, value[len('experiments/'):])
+    if value.startswith('experiments/configs/'):
+      value = os.path.join(cli.configs_dir(), value[len('experiments/configs/'):])
     return key + eq + value
 
+  if argv[0] == 'python' and len(argv) > 1 and argv[1].startswith('experiments/'):
+    return cli.script_argv(argv[1][len('experiments/'):]) + [resolve(a) for a in argv[2:]]
   return [sys.executable if argv[0] == 'python' else argv[0]] + [resolve(a) for a in argv[1:]]
 
 
