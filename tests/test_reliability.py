@@ -23,6 +23,7 @@ from tf_hat_ebm import runs
 from tf_hat_ebm import export
 from tf_hat_ebm import registry
 from tf_hat_ebm import generators
+from tf_hat_ebm import outputs
 from tf_hat_ebm import run_lib
 from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm import workdir as workdir_lib
@@ -182,7 +183,7 @@ def test_list_checkpoints_reads_index_files_only(tmp_path):
 
 # ---- outputs ------------------------------------------------------------------------------------
 def write_owned(path, names, overwrite=False, script='sample'):
-  with run_lib.OwnedOutput(str(path), script, overwrite, 'output') as out:
+  with outputs.OwnedOutput(str(path), script, overwrite, 'output') as out:
     for name in names:
       with open(os.path.join(out.staging, name), 'w') as f:
         f.write('new')
@@ -201,19 +202,19 @@ def test_output_overwrite_replaces_only_what_the_script_wrote(tmp_path):
     write_owned(tmp_path, ['notes.txt'], overwrite=True)
   assert (tmp_path / 'notes.txt').read_text() == 'mine'
   with pytest.raises(ValueError, match=r'--out=.*notes\.txt is a file'):
-    run_lib.check_output_dir(str(tmp_path / 'notes.txt'), True, 'out')
+    outputs.check_output_dir(str(tmp_path / 'notes.txt'), True, 'out')
 
 
 def test_output_is_never_a_workdir_or_its_own_directories(trained_workdir):
   for path in (trained_workdir, os.path.join(trained_workdir, 'samples'),
                os.path.join(trained_workdir, 'tensorboard'), trained_workdir + '/'):
     with pytest.raises(ValueError, match='is a training workdir or one of its own directories'):
-      run_lib.OwnedOutput(path, 'sample', True, 'output').check()
-  run_lib.OwnedOutput(os.path.join(trained_workdir, 'generated'), 'sample', True, 'output').check()
+      outputs.OwnedOutput(path, 'sample', True, 'output').check()
+  outputs.OwnedOutput(os.path.join(trained_workdir, 'generated'), 'sample', True, 'output').check()
 
 
 def test_a_second_writer_on_one_output_is_refused(tmp_path):
-  with run_lib.OwnedOutput(str(tmp_path), 'sample', True, 'output') as first:
+  with outputs.OwnedOutput(str(tmp_path), 'sample', True, 'output') as first:
     with pytest.raises(PermissionError, match='in use by another sample run'):
       write_owned(tmp_path, ['a.png'], overwrite=True)
     with pytest.raises(ValueError, match='is not empty'):
@@ -227,7 +228,7 @@ def test_a_second_writer_on_one_output_is_refused(tmp_path):
 
 def test_staging_dirs_are_unique_and_a_killed_runs_are_cleared(tmp_path):
   (tmp_path / '.sample-staging-dead').mkdir()
-  with run_lib.OwnedOutput(str(tmp_path), 'sample', True, 'output') as a:
+  with outputs.OwnedOutput(str(tmp_path), 'sample', True, 'output') as a:
     assert os.path.basename(a.staging).startswith('.sample-staging-')
     assert not (tmp_path / '.sample-staging-dead').exists()
 
