@@ -28,6 +28,7 @@ from tf_hat_ebm import figures  # noqa: E402
 from tf_hat_ebm import run_lib  # noqa: E402
 from tf_hat_ebm import runs  # noqa: E402
 from tf_hat_ebm import samples as samples_lib  # noqa: E402
+from tf_hat_ebm import workdir as workdir_lib  # noqa: E402
 
 
 def stack(parts):
@@ -60,8 +61,8 @@ def gallery():
   directory = os.path.dirname(FLAGS.out)
   if directory:
     tf.io.gfile.makedirs(directory)
-  with tf.io.gfile.GFile(FLAGS.out, 'wb') as f:
-    f.write(tf.io.encode_png(image).numpy())
+  # Through a temporary file and a rename: a link at --out is replaced, never written through.
+  workdir_lib.write_atomic(FLAGS.out, tf.io.encode_png(image).numpy())
   print(f'wrote {FLAGS.out} ({image.shape[1]}x{image.shape[0]} px) from {what}')
 
 

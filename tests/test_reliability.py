@@ -233,6 +233,91 @@ def test_staging_dirs_are_unique_and_a_killed_runs_are_cleared(tmp_path):
     assert not (tmp_path / '.sample-staging-dead').exists()
 
 
+def write_tree(path, names, text):
+  for name in names:
+    if name.endswith('/'):
+      (path / name).mkdir()
+      (path / name / 'events').write_text(text)
+    else:
+      (path / name).write_text(text)
+
+
+def owned(path, names, text='new', overwrite=True):
+  with outputs.OwnedOutput(str(path), 'sample', overwrite, 'output') as out:
+    write_tree(type(path)(out.staging), names, text)
+    out.commit()
+
+
+def test_overwrite_never_deletes_through_a_symlink(tmp_path):
+  victim = tmp_path / 'victim'
+  victim.mkdir()
+  (victim / 'precious').write_text('keep')
+  out = tmp_path / 'out'
+  owned(out, ['tensorboard/', 'a.png'])
+  os.symlink(victim, out / '.sample-staging-x')  # a leftover name pointing out of the output
+  shutil.rmtree(out / 'tensorboard')
+  os.symlink(victim, out / 'tensorboard')  # an entry the manifest lists, now a link
+  with pytest.raises(FileExistsError, match='tensorboard is listed in .* but is not what sample'):
+    owned(out, ['tensorboard/', 'a.png'])
+  assert (victim / 'precious').read_text() == 'keep'
+  assert not os.path.lexists(out / '.sample-staging-x')  # the link itself went, not its target
+  assert (out / 'a.png').read_text() == 'new'  # the earlier output is all still there
+
+
+def test_an_edited_manifest_deletes_nothing_the_script_did_not_write(tmp_path):
+  owned(tmp_path, ['a.png'])
+  (tmp_path / 'notes.txt').write_text('mine')
+  manifest = tmp_path / '.sample.manifest.json'
+  listed = json.loads(manifest.read_text())
+  listed['files']['notes.txt'] = listed['files']['a.png']  # a forged entry (another file's stat)
+  manifest.write_text(json.dumps(listed))
+  with pytest.raises(FileExistsError, match='notes.txt is listed in .* but is not what sample'):
+    owned(tmp_path, ['b.png'])
+  listed['files'] = ['notes.txt', '../victim']  # the old list form: nothing can be checked
+  manifest.write_text(json.dumps(listed))
+  with pytest.raises(FileExistsError, match='notes.txt is listed'):
+    owned(tmp_path, ['b.png'])
+  assert (tmp_path / 'notes.txt').read_text() == 'mine'
+
+
+@pytest.mark.parametrize('kill_at', range(6))
+def test_a_killed_commit_leaves_the_old_or_the_new_output(tmp_path, monkeypatch, kill_at):
+  old, new = ['a.png', 'tensorboard/'], ['a.png', 'b.png', 'tensorboard/']
+  owned(tmp_path, old, 'old')
+  (tmp_path / 'notes.txt').write_text('mine')
+  real, real_remove, calls = os.replace, os.remove, []
+
+  def dying(fn):
+    def call(path, *args):
+      calls.append(path)
+      if len(calls) > kill_at:
+        raise KeyboardInterrupt  # the process dies here: nothing after it runs
+      fn(path, *args)
+    return call
+
+  monkeypatch.setattr(os, 'replace', dying(real))
+  journal_dies = dying(real_remove)
+  monkeypatch.setattr(os, 'remove', lambda p: (
+      journal_dies if p.endswith('.commit.json') else real_remove)(p))
+  with pytest.raises(KeyboardInterrupt):
+    owned(tmp_path, new, 'new')
+  monkeypatch.setattr(os, 'replace', real)
+  monkeypatch.setattr(os, 'remove', real_remove)
+  with outputs.OwnedOutput(str(tmp_path), 'sample', True, 'output'):
+    pass  # the next run recovers the killed commit
+  names = sorted(n for n in os.listdir(tmp_path) if not n.startswith('.'))
+  texts = {(tmp_path / n / 'events' if n == 'tensorboard' else tmp_path / n).read_text()
+           for n in names if n != 'notes.txt'}
+  committed = kill_at >= 5  # 2 renames aside, 3 in (manifest written), journal removed
+  assert names == (['a.png', 'b.png', 'notes.txt', 'tensorboard'] if committed else
+                   ['a.png', 'notes.txt', 'tensorboard'])
+  assert texts == {'new' if committed else 'old'}
+  assert sorted(n for n in os.listdir(tmp_path) if n.startswith('.')) == [
+      '.sample.manifest.json']
+  owned(tmp_path, ['c.png'])  # and the output stays replaceable
+  assert sorted(os.listdir(tmp_path)) == ['.sample.manifest.json', 'c.png', 'notes.txt']
+
+
 class FakeModel:
   """model.sample of a Hat EBM module: images a pure function of the seed (2x2x1 pixels)."""
 
@@ -320,6 +405,8 @@ def test_result_file_is_never_replaced_by_nan_or_silently(tmp_path):
   with pytest.raises(ValueError, match=r'fid\.json exists: pass --overwrite'):
     run_lib.check_output_file(path, overwrite=False)
   run_lib.check_output_file(path, overwrite=True)
+  with pytest.raises(ValueError, match='is a directory'):
+    run_lib.check_output_file(str(tmp_path), overwrite=True)
   with pytest.raises(ValueError, match=r'fid\.json not written: the result holds NaN'):
     run_lib.write_json(path, {'fid': float('nan')})
   assert json.load(open(path)) == {'fid': 1.5}

@@ -3,6 +3,7 @@ where the script wrote it itself (sample.py, export.py, compare_baselines.py).""
 import json
 import os
 import shutil
+import stat
 import tempfile
 
 import tensorflow as tf
@@ -52,14 +53,21 @@ class OwnedOutput:
       write everything into out.staging ...
       out.commit()
   On entry the directory is claimed (`.<script>.lock`, taken atomically; a second writer is
-  refused) and a uniquely named staging directory is made in it. `commit` moves the staged files
-  in and records them in `.<script>.manifest.json`; an --overwrite rerun deletes only the files
-  that manifest lists. A failure before `commit` leaves the earlier output as it was.
+  refused) and a uniquely named staging directory is made in it. `commit` moves the staged
+  entries in and records each one in `.<script>.manifest.json` with what it is on disk (type,
+  inode, size, mtime). An --overwrite rerun replaces only entries the manifest lists AND that are
+  still exactly what this script wrote: an edited manifest naming other files, or an entry
+  replaced since (e.g. by a symlink), is refused, never deleted. Nothing is deleted through a
+  symlink. The swap is journalled (`.<script>.commit.json`): the earlier entries are renamed
+  aside, the new ones renamed in, the manifest replaced, and only then the old ones deleted; a
+  run killed midway is rolled back (or finished) by the next run, so the old or the new output
+  always exists in full. A failure before `commit` leaves the earlier output as it was.
   """
 
   def __init__(self, path, script, overwrite, flag):
     self.path, self.script, self.overwrite, self.flag = path, script, overwrite, flag
     self.manifest = os.path.join(path, f'.{script}.manifest.json')
+    self.journal = os.path.join(path, f'.{script}.commit.json')
     self.staging, self._lock, self.written = None, None, []
 
   def check(self):
@@ -75,11 +83,12 @@ class OwnedOutput:
     self._lock = workdir_lib.WorkdirLock(self.path, name=f'.{self.script}.lock',
                                          what=f'another {self.script} run')
     self._lock.__enter__()
-    local = '://' not in self.path
-    for name in tf.io.gfile.listdir(self.path):  # left by a killed run of this script
-      if name.startswith(f'.{self.script}-staging-'):
-        tf.io.gfile.rmtree(os.path.join(self.path, name.rstrip('/')))
     try:
+      self._recover()
+      for name in tf.io.gfile.listdir(self.path):  # left by a killed run of this script
+        if name.startswith((f'.{self.script}-staging-', f'.{self.script}-old-')):
+          remove(os.path.join(self.path, name.rstrip('/')))
+      local = '://' not in self.path
       self.staging = tempfile.mkdtemp(prefix=f'.{self.script}-staging-',
                                       dir=self.path if local else None)
     except OSError as e:
@@ -87,57 +96,154 @@ class OwnedOutput:
       raise PermissionError(f'cannot write to --{self.flag}={self.path}: {e}') from e
     return self
 
+  def _entry(self, name):
+    return os.path.join(self.path, name)
+
   def _previous(self):
+    """{name: recorded stat} of the entries the manifest lists, or {} (none, or garbled)."""
     if not tf.io.gfile.exists(self.manifest):
-      return []
+      return {}
     try:
       with tf.io.gfile.GFile(self.manifest) as f:
-        files = json.load(f).get('files', [])
-      return [str(n) for n in files if '/' not in str(n) and str(n) not in ('', '.', '..')]
-    except (ValueError, AttributeError, tf.errors.OpError):
-      return []  # garbled: nothing is known to be ours, so nothing is deleted
+        files = json.load(f).get('files', {})
+      if isinstance(files, list):  # a manifest without stats: nothing can be checked
+        files = {name: None for name in files}
+      return {str(n): files[n] for n in files if _plain_name(str(n), self.script)}
+    except (ValueError, AttributeError, TypeError, tf.errors.OpError):
+      return {}  # garbled: nothing is known to be ours, so nothing is deleted
+
+  def _own(self, previous):
+    """The listed entries that are on disk exactly as this script left them; others refused."""
+    own = []
+    for name, recorded in sorted(previous.items()):
+      target = self._entry(name)
+      if not _exists(target):
+        continue
+      if '://' not in self.path and stat_of(target) != recorded:
+        raise FileExistsError(
+            f'{target} is listed in {self.manifest} but is not what {self.script} wrote there '
+            '(changed, replaced or the manifest edited): nothing was deleted; move it away, or '
+            'choose another directory')
+      own.append(name)
+    return own
 
   def commit(self):
-    """Moves the staged entries into the output, replacing only this script's earlier files."""
+    """Swaps the staged entries in for this script's earlier ones (see the class)."""
     previous = self._previous()
-    mine = {self.manifest, self._lock.path, self.staging}
+    mine = {self.manifest, self.journal, self._lock.path, self.staging}
     staged = sorted(e.rstrip('/') for e in tf.io.gfile.listdir(self.staging))
     # Checked again now (not only before the work): another command may have written here since.
     others = [e.rstrip('/') for e in tf.io.gfile.listdir(self.path)
-              if os.path.join(self.path, e.rstrip('/')) not in mine]
+              if self._entry(e.rstrip('/')) not in mine]
     if others and not self.overwrite:
       raise FileExistsError(f'--{self.flag}={self.path} was written to while this run worked '
                             f'({", ".join(sorted(others)[:3])}): nothing of this run was kept; '
                             'rerun with another directory, or --overwrite to replace it')
     foreign = [name for name in staged if name in others and name not in previous]
     if foreign:
-      raise FileExistsError(f'{os.path.join(self.path, foreign[0])} exists and was not written '
+      raise FileExistsError(f'{self._entry(foreign[0])} exists and was not written '
                             f'by {self.script}: move it away, or choose another directory')
-    for name in previous:
-      target = os.path.join(self.path, name)
-      if tf.io.gfile.isdir(target):
-        tf.io.gfile.rmtree(target)
-      elif tf.io.gfile.exists(target):
-        tf.io.gfile.remove(target)
+    own = self._own(previous)
+    if '://' in self.path:  # an object store renames nothing atomically: replace in place
+      for name in own:
+        remove(self._entry(name))
+      for name in staged:
+        _move(os.path.join(self.staging, name), self._entry(name))
+      self._write_manifest(staged)
+      return
+    aside = tempfile.mkdtemp(prefix=f'.{self.script}-old-', dir=self.path)
+    workdir_lib.write_atomic(self.journal, json.dumps(
+        dict(aside=os.path.basename(aside), old=own, new=staged)))
+    for name in own:
+      os.replace(self._entry(name), os.path.join(aside, name))
     for name in staged:
-      _move(os.path.join(self.staging, name), os.path.join(self.path, name))
+      os.replace(os.path.join(self.staging, name), self._entry(name))
+    self._write_manifest(staged)
+    os.remove(self.journal)  # committed: from here on the new output is the one
+    remove(aside)
+
+  def _write_manifest(self, staged):
+    files = {name: stat_of(self._entry(name)) if '://' not in self.path else None
+             for name in staged}
+    workdir_lib.write_atomic(self.manifest, json.dumps(
+        dict(script=self.script, files=files), indent=2))
     self.written = staged
-    workdir_lib.write_atomic(
-        self.manifest, json.dumps(dict(script=self.script, files=staged), indent=2))
+
+  def _recover(self):
+    """Rolls back (or completes) a commit a killed run left half done (its journal)."""
+    if '://' in self.path or not os.path.lexists(self.journal):
+      return
+    try:
+      with open(self.journal) as f:
+        journal = json.load(f)
+      aside = self._entry(journal['aside'])
+      old, new = list(journal['old']), list(journal['new'])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+      raise FileExistsError(f'{self.journal} (an interrupted {self.script} commit) is unreadable '
+                            f'({e}): check {self.path} by hand and remove it') from None
+    if not (_plain_name(journal['aside'], '') and os.path.isdir(aside)
+            and not os.path.islink(aside)):
+      os.remove(self.journal)
+      return
+    previous = self._previous()
+    committed = set(previous) == set(new) and all(
+        stat_of(self._entry(n)) == previous[n] for n in new)
+    if not committed:  # roll back: the killed run's new entries go, the old ones come back
+      for name in new:
+        moved_aside = os.path.lexists(os.path.join(aside, name))
+        if _plain_name(name, self.script) and (name not in old or moved_aside):
+          remove(self._entry(name))
+      for name in old:
+        if _plain_name(name, self.script) and os.path.lexists(os.path.join(aside, name)):
+          os.replace(os.path.join(aside, name), self._entry(name))
+    os.remove(self.journal)
+    remove(aside)
 
   def __exit__(self, *exc):
     try:
       if self.staging and os.path.isdir(self.staging):
-        shutil.rmtree(self.staging, ignore_errors=True)
+        remove(self.staging)
     finally:
       self._lock.__exit__(*exc)
     return False
 
 
+def _plain_name(name, script):
+  """An entry name directly in the output that is not one of the script's own bookkeeping."""
+  return (bool(name) and '/' not in name and '\\' not in name and name not in ('.', '..')
+          and not (script and name.startswith(f'.{script}')))
+
+
+def _exists(path):
+  return os.path.lexists(path) if '://' not in path else tf.io.gfile.exists(path)
+
+
+def stat_of(path):
+  """What an entry is on disk, not following symlinks: [type, inode, size, mtime in ns]."""
+  try:
+    st = os.lstat(path)
+  except FileNotFoundError:
+    return None
+  kind = 'link' if stat.S_ISLNK(st.st_mode) else 'dir' if stat.S_ISDIR(st.st_mode) else 'file'
+  return [kind, st.st_ino, st.st_size if kind == 'file' else 0, st.st_mtime_ns]
+
+
+def remove(path):
+  """Deletes `path`; a symlink is unlinked, never followed (nor any link inside a directory)."""
+  if '://' in path:
+    if tf.io.gfile.isdir(path):
+      tf.io.gfile.rmtree(path)
+    elif tf.io.gfile.exists(path):
+      tf.io.gfile.remove(path)
+  elif os.path.islink(path) or not os.path.isdir(path):
+    if os.path.lexists(path):
+      os.unlink(path)
+  else:
+    shutil.rmtree(path)  # rmtree unlinks the symlinks it meets inside, never follows them
+
+
 def _move(src, dst):
-  if '://' not in dst:
-    os.replace(src, dst)
-  elif os.path.isdir(src):
+  if os.path.isdir(src):
     for name in os.listdir(src):
       _move(os.path.join(src, name), os.path.join(dst, name))
   else:

@@ -65,6 +65,9 @@ def int_list(values, flag):
 
 def check_output_file(path, overwrite):
   """A result file (fid.json, ...) is only replaced with --overwrite; checked before the work."""
+  if not path or tf.io.gfile.isdir(path):
+    raise ValueError(f'{path or "the output file"} is {"a directory" if path else "empty"}: give '
+                     'a file path')
   if tf.io.gfile.exists(path) and not overwrite:
     raise ValueError(f'{path} exists: pass --overwrite to replace it')
 
