@@ -50,7 +50,7 @@ from tf_hat_ebm.evaluation import fid  # noqa: E402
 def evaluate():
   path = os.path.join(FLAGS.workdir, 'fid.json')
   run_lib.check_output_file(path, FLAGS.overwrite)
-  kind = registry.for_config(runs.load_config(FLAGS.workdir))
+  kind = registry.for_config(runs.load_config(FLAGS.workdir, FLAGS.trust_workdir_code))
   if kind.fid_rows is None:
     raise ValueError(f'--workdir={FLAGS.workdir}: {kind.name} runs offer no FID rows')
   # A kind without a Hat EBM to load (an SN-GAN) says how its run is read for its FID rows.

@@ -628,6 +628,50 @@ def test_a_workdir_naming_a_factory_runs_no_code_unless_trusted(trained_workdir,
     runs.load_run(str(workdir))
 
 
+def test_a_workdir_naming_a_module_as_its_kind_imports_nothing_unless_trusted(
+    trained_workdir, tmp_path, monkeypatch):
+  workdir, marker = tmp_path / 'w', tmp_path / 'ran'
+  shutil.copytree(trained_workdir, workdir)
+  (tmp_path / 'evil_kind.py').write_text(
+      f'open({str(marker)!r}, "w").write("x")\n'
+      'from tf_hat_ebm import registry\n'
+      'KIND = registry.Kind("evil_kind.x", "tf_hat_ebm.config:synthesis_defaults", "t:T")\n')
+  (tmp_path / 'evil_kind').mkdir()
+  (tmp_path / 'evil_kind' / '__init__.py').write_text((tmp_path / 'evil_kind.py').read_text())
+  monkeypatch.syspath_prepend(str(tmp_path))
+  config = json.loads((workdir / 'config.json').read_text())
+  config['experiment'] = 'evil_kind.x'
+  (workdir / 'config.json').write_text(json.dumps(config))
+  for load in (runs.load_run, runs.load_config, workdir_lib.load_config):
+    with pytest.raises(ValueError, match="names the experiment 'evil_kind.x', not a kind of "
+                       'tf_hat_ebm.*--trust_workdir_code'):
+      load(str(workdir))
+  assert not marker.exists() and 'evil_kind' not in sys.modules
+  with pytest.raises(ValueError, match='no module evil_kind.x defining KIND'):
+    runs.load_config(str(workdir), trust_code=True)  # trusted: imported (and it is no kind)
+  assert marker.exists()
+  sys.modules.pop('evil_kind', None)
+
+
+def test_a_savedmodel_generator_loads_as_a_graph_running_no_python(tmp_path):
+  marker = str(tmp_path / 'ran')
+  model = tf.keras.Sequential([tf.keras.layers.Input([4]), tf.keras.layers.Dense(256),
+                               tf.keras.layers.Reshape([16, 16, 1])])
+
+  def touch(x):  # Python a Keras loader would unmarshal and run (as any Lambda's)
+    open(marker, 'a').close()
+    return x
+  model.add(tf.keras.layers.Lambda(touch))
+  model.save(str(tmp_path / 'g'))
+  os.remove(marker)  # saving traced it once
+  config = registry.defaults('joint')
+  config.generator.update(source='savedmodel', path=str(tmp_path / 'g'), latent_shape=(4,))
+  config.data.update(name='digits', image_size=16, channels=1)
+  generator, _ = generators.load(config)
+  assert generator(tf.zeros([2, 4])).shape == (2, 16, 16, 1)
+  assert not os.path.exists(marker)
+
+
 def test_lock_that_is_a_directory_or_half_written(tmp_path):
   (tmp_path / 'a' / workdir_lib.LOCK_NAME).mkdir(parents=True)
   with pytest.raises(PermissionError, match='train.lock is a directory, not a lock file'):

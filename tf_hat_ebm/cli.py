@@ -52,8 +52,9 @@ def define_checkpoint_and_overwrite_flags():
   """--checkpoint and --overwrite, shared by the scripts that read a run and write outputs."""
   flags.DEFINE_string('checkpoint', None, 'Checkpoint to load: a step N (ckpt-N in '
                       '<workdir>/checkpoints) or a checkpoint path; default: the latest.')
-  flags.DEFINE_bool('trust_workdir_code', False, 'Import and call the generator factory a joint '
-                    "run's config.json names (a workdir is data: off by default).")
+  flags.DEFINE_bool('trust_workdir_code', False, 'Import the code a run\'s config.json names: '
+                    'a generator factory, a kind outside tf_hat_ebm (a workdir is data: off by '
+                    'default).')
   flags.DEFINE_bool('allow_other_generator', False, 'Load a joint run over a generator whose '
                     'weights differ from those it was trained on (its pinned fingerprint).')
   flags.DEFINE_bool('overwrite', False, 'Replace this script\'s earlier output at the output '

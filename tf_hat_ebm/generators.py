@@ -2,7 +2,8 @@
 
   source='sngan'        path = workdir of experiments/train_sngan.py (also gives D for DDLS)
   source='autoencoder'  path = workdir of experiments/train_autoencoder.py (its decoder)
-  source='savedmodel'   path = a SavedModel directory (Keras, or tf.Module with __call__)
+  source='savedmodel'   path = a SavedModel directory (Keras, or tf.Module with __call__), loaded
+                        as a TensorFlow graph: no Python in it runs (a Keras Lambda layer's)
   source='factory'      path = 'package.module:function'; function() returns a Keras model
 Any latent -> image callable will do, which is the paper's point: the Hat EBM needs no
 probabilistic generator. For 'savedmodel' and 'factory' the config declares latent_shape and
@@ -288,10 +289,9 @@ def check_generator_checkpoint(path, config_model, image_size, channels):
 
 # ---- any other model ----------------------------------------------------------------------------
 def _load_savedmodel(path):
-  try:
-    return tf.keras.models.load_model(path, compile=False), True
-  except (ValueError, OSError, KeyError, TypeError):
-    pass  # not a Keras SavedModel: a plain tf.Module with a __call__ or serving signature
+  """The SavedModel's TensorFlow graph, never its Python: Keras' own loader would rebuild the
+  model from its config, which can hold Python (a Lambda layer's marshalled bytecode, custom
+  objects); the graph of its traced __call__ computes the same."""
   try:
     module = tf.saved_model.load(path)
   except (OSError, ValueError) as e:

@@ -34,9 +34,10 @@ def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpo
   workdir/checkpoints, or a checkpoint path; default: the latest).
 
   A joint run's generator is the one pinned in its config.json (other weights are an error unless
-  `allow_other_generator`); a generator factory it names is code, imported only if `trust_code`.
+  `allow_other_generator`); a generator factory or a kind outside the library that it names is
+  code, imported only if `trust_code`.
   """
-  config = load_config(workdir)
+  config = load_config(workdir, trust_code)
   gen = config.get('generator')
   if gen is not None and gen.source == 'factory' and not trust_code:
     # A workdir is data: opening one must not run code the user did not ask for.
@@ -62,6 +63,7 @@ def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpo
              kind=kind)
 
 
-def load_config(workdir):
-  """workdir/config.json, an older one completed with its kind's defaults."""
-  return workdir_lib.load_config(workdir, registry.Kind.defaults_of)
+def load_config(workdir, trust_code=False):
+  """workdir/config.json, an older one completed with its kind's defaults; a kind outside the
+  library is imported only if `trust_code`."""
+  return workdir_lib.load_config(workdir, registry.Kind.defaults_of, trust_code)

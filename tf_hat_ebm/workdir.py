@@ -16,6 +16,7 @@ import ml_collections
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
+from tf_hat_ebm import registry
 from tf_hat_ebm import validation
 
 LOCK_NAME = 'train.lock'
@@ -130,11 +131,13 @@ def clean_orphans(workdir, ckpt_dirs, log=print):
 
 
 # ---- the config a workdir was made with ---------------------------------------------------------
-def load_config(workdir, defaults=None):
+def load_config(workdir, defaults=None, trust_code=False):
   """workdir/config.json as a ConfigDict (the trainer writes it on the first run).
 
   defaults: experiment name -> that kind's defaults (or None); the fields an older config.json
   lacks are filled in from them. runs.load_config passes every kind's (registry.py).
+  Its `experiment` must be a registered kind (a built-in one, or one this process's own code
+  imported); a module path is imported only if `trust_code`: a workdir is data.
   """
   path = os.path.join(workdir, 'config.json')
   if not tf.io.gfile.exists(path):
@@ -153,6 +156,7 @@ def load_config(workdir, defaults=None):
                      'the training config (ConfigDict.to_json_best_effort)') from e
   if not isinstance(config, dict):
     raise ValueError(f'{path} holds a JSON {type(config).__name__}, not a config object')
+  check_kind(path, config.get('experiment', 'synthesis'), trust_code)
   _migrate(config)
   kind_defaults = defaults(config.get('experiment', 'synthesis')) if defaults else None
   if kind_defaults is not None:
@@ -165,6 +169,20 @@ def load_config(workdir, defaults=None):
                       ', '.join(filled))
   # Read back, the config is checked as at training start: an edited field never runs unchecked.
   return validation.validate(ml_collections.ConfigDict(config), kind_defaults, source=path)
+
+
+def check_kind(path, name, trust_code):
+  """Fails unless the kind `name` a config.json names is registered, or trusted (then imported)."""
+  if not isinstance(name, str):
+    raise ValueError(f'{path}: config field experiment must be a string; got {name!r}')
+  if registry.is_registered(name):
+    return
+  if not trust_code:
+    raise ValueError(f'{path} names the experiment {name!r}, not a kind of tf_hat_ebm: loading '
+                     f'it would import the module {name}, code from a workdir; pass '
+                     '--trust_workdir_code if you trust this workdir (known kinds: '
+                     f'{", ".join(registry.KINDS)})')
+  registry.get(name)  # the user's own code: imported, its KIND registered
 
 
 # Fields whose default changed when they were added: a config.json written before they existed
