@@ -590,7 +590,8 @@ def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tm
 
 # ---- one validation, on every load -------------------------------------------------------------
 @pytest.mark.parametrize('field, value, message', [
-    ('langevin.max_drift', -1.0, 'langevin.max_drift must be a finite number > 0 (or None)'),
+    ('langevin.max_drift', -1.0,
+     'langevin.max_drift must be a finite number > 0 and <= 1e+06 (or None)'),
     ('optim.beta1', 1.5, 'optim.beta1 must be a finite number >= 0 and < 1'),
     ('training.num_grid_samples', 0, 'training.num_grid_samples must be an integer >= 1'),
     ('training.keep_checkpoints', 0, 'training.keep_checkpoints must be an integer >= 1'),
@@ -598,6 +599,80 @@ def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tm
 def test_validation_catches_values_that_reverse_or_break_a_run(field, value, message):
   with pytest.raises(ValueError, match=re.escape(message)):
     run_lib.validate(tiny(**{field: value}))
+
+
+@pytest.mark.parametrize('experiment, field, value, message', [
+    ('digits_synth', 'perf.precision', 'fp8', 'perf.precision must be one of auto, float32'),
+    ('digits_synth', 'optim.hat_clip_mode', 'all', 'optim.hat_clip_mode must be one of global'),
+    ('digits_synth', 'training.generator_update', 'bnk',
+     'training.generator_update must be one of bank, current, cooperative, cooperative_bn'),
+    ('digits_synth', 'data.crop', 'centre', 'data.crop must be one of release, random_resized'),
+    ('digits_synth', 'data.resize_method', 'cubic', 'data.resize_method must be one of bilinear'),
+    ('digits_sngan', 'optim.lr_decay', 'cosine', 'optim.lr_decay must be one of linear, constant'),
+    ('digits_synth', 'model.init', 'he', 'model.init must be one of glorot, mimicry'),
+    ('digits_refine', 'generator.source', 'pickle', 'generator.source must be one of sngan'),
+    ('digits_synth', 'sampling.steps', 10**11, 'sampling.steps must be an integer >= 0 and <= '),
+    ('digits_synth', 'langevin.step_size', 1e30, 'langevin.step_size must be a finite number > 0 '
+     'and <= 100'),
+    ('digits_refine', 'sampling.latent_step_size', 1e9, 'sampling.latent_step_size must be'),
+    ('digits_synth', 'model.hat_width', 10**6, 'model.hat_width must be an integer >= 1 and <='),
+    ('digits_refine', 'model.z_dim', 10**9, 'model.z_dim must be an integer >= 1 and <='),
+    ('digits_synth', 'seed', 2**40, 'seed must be an integer >= 0 and <= 2147483647'),
+    ('digits_synth', 'data.seed', -1, 'data.seed must be an integer >= 0'),
+    ('digits_synth', 'training.num_steps', 10**12, 'training.num_steps must be an integer >= 0'),
+    ('digits_synth', 'training.batch_size', 10**8, 'training.batch_size must be an integer >= 1 '
+     'and <= 65536'),
+    ('digits_synth', 'training.bank_size', 10**10, 'training.bank_size must be'),
+    ('digits_synth', 'name', 'a\udc80b', 'name must be printable text'),
+    ('digits_synth', 'name', 'a\x1b[2Jb', 'name must be printable text'),
+    ('digits_synth', 'name', 'x' * 201, 'name must be printable text of at most 200'),
+    ('digits_synth', 'data.data_dir', 'a\nb', 'data.data_dir must be printable text')])
+def test_every_choice_and_bound_is_checked_before_anything_is_built(experiment, field, value,
+                                                                    message):
+  config = tiny(experiment)
+  section, _, name = field.rpartition('.')
+  (config[section] if section else config)[name] = value
+  with pytest.raises(ValueError, match=re.escape(message)) as error:
+    run_lib.validate(config)
+  assert '\n' not in str(error.value)
+
+
+def test_unknown_fields_are_named_at_build_and_on_load(trained_workdir, tmp_path):
+  config = tiny()
+  config.training.batchsize = 3  # a config file's typo: would be ignored
+  with pytest.raises(ValueError, match='unknown config field training.batchsize'):
+    run_lib.validate(config)
+  shutil.copytree(trained_workdir, tmp_path / 'w')
+  path = tmp_path / 'w' / 'config.json'
+  edited = json.loads(path.read_text())
+  edited['sampling']['stepsize'] = 1.0
+  edited['colour'] = 'red'
+  path.write_text(json.dumps(edited))
+  with pytest.raises(ValueError, match=re.escape(
+      f'{path}: unknown config fields colour, sampling.stepsize')):
+    runs.load_config(str(tmp_path / 'w'))
+
+
+def test_the_choice_lists_are_defined_once():
+  from tf_hat_ebm import data, learning, nets  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.tasks import sngan, synthesis  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm import validation  # pylint: disable=g-import-not-at-top
+  assert generators.SOURCES is validation.GENERATOR_SOURCES
+  assert nets.PRECISIONS is validation.PRECISIONS and nets.INITS is validation.INITS
+  assert learning.CLIP_MODES is validation.CLIP_MODES and data.CROPS is validation.CROPS
+  assert sngan.LR_DECAYS is validation.LR_DECAYS
+  assert synthesis.GENERATOR_UPDATES is validation.GENERATOR_UPDATES
+
+
+def test_a_retrofit_config_read_back_is_not_filled_in_nor_a_change(tmp_path):
+  config = tiny('digits_retrofit')
+  kind = registry.for_config(config)
+  workdir_lib.write_config(str(tmp_path), config)
+  (tmp_path / 'checkpoints').mkdir()
+  (tmp_path / 'checkpoints' / 'ckpt-2.index').write_bytes(b'')
+  loaded = runs.load_config(str(tmp_path))
+  assert 'z_dim' not in loaded.model and 'disc_width' not in loaded.model
+  workdir_lib.check_config(str(tmp_path), config, str(tmp_path / 'checkpoints'), kind)  # resumes
 
 
 @pytest.mark.parametrize('section, field, value, message', [

@@ -24,9 +24,10 @@ import tensorflow as tf
 from tf_hat_ebm import checkpoints
 from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import nets
+from tf_hat_ebm import validation
 from tf_hat_ebm import workdir as workdir_lib
 
-SOURCES = ('sngan', 'autoencoder', 'savedmodel', 'factory')
+SOURCES = validation.GENERATOR_SOURCES
 
 
 class FrozenGenerator(tf.Module):

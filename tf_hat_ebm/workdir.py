@@ -16,6 +16,7 @@ import ml_collections
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
+from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import registry
 from tf_hat_ebm import validation
 
@@ -163,6 +164,9 @@ def load_config(workdir, defaults=None, trust_code=False):
     filling = kind_defaults.to_dict()
     for section, fields in IMPLICIT_BEFORE.items():
       filling[section].update(fields)
+    for dotted in config_lib.left_out(config):
+      section, _, name = dotted.rpartition('.')
+      filling.get(section, {}).pop(name, None)
     filled = fill_missing(config, filling)
     if filled:
       logging.warning('%s was written by an older version: defaults filled in for %s', path,
