@@ -747,6 +747,31 @@ def test_a_savedmodel_generator_loads_as_a_graph_running_no_python(tmp_path):
   assert not os.path.exists(marker)
 
 
+def test_text_from_a_workdir_stays_inert_in_the_model_card(trained_workdir, tmp_path):
+  workdir = tmp_path / 'w'
+  shutil.copytree(trained_workdir, workdir)
+  config = json.loads((workdir / 'config.json').read_text())
+  config['name'] = '## Measured [ok](http://e.vil) <img src=x onerror=alert(1)> | x |'
+  (workdir / 'config.json').write_text(json.dumps(config))
+  (workdir / 'fid.json').write_text(json.dumps({
+      'feature_net': '<script>x</script>\n\nMeasured (forged):\n- FID 0.01', 'step': 'now',
+      'num_samples': 7, 'fid\n## Measured': [1.5, 2.5], 'forged': ['x'], 'nan': [None]}))
+  (workdir / 'ood.json').write_text(json.dumps({'sets': {'a': {'auroc': 'high'}, 'b': 3},
+                                                'in_distribution': None}))
+  card = export.build_module(runs.load_run(str(workdir))).asset_texts['README.md']
+  lines = card.splitlines()
+  assert [line for line in lines if line.startswith('#')] == [
+      lines[0], '## Calling it']  # the card's own headings only
+  assert lines[0].startswith('# Hat EBM: \\#\\# Measured \\[ok\\]\\(http')
+  assert [line for line in lines if line.startswith('Measured')] == [
+      'Measured (the workdir\'s evaluation files at export):']
+  assert '<' not in card.split('## Calling it')[0].replace('\\<', '')  # no live HTML
+  assert '- FID fid \\#\\# Measured (\\<script\\>x\\<\\/script\\> Measured' in card
+  fids = [line for line in lines if line.startswith('- FID')]
+  assert len(fids) == 1 and fids[0].endswith(': 2.00')  # the lists of non-numbers left out
+  assert '- OOD AUROC, a vs None (step None): ?' in card
+
+
 def test_lock_that_is_a_directory_or_half_written(tmp_path):
   (tmp_path / 'a' / workdir_lib.LOCK_NAME).mkdir(parents=True)
   with pytest.raises(PermissionError, match='train.lock is a directory, not a lock file'):
