@@ -24,10 +24,12 @@ from tf_hat_ebm import cli  # TensorFlow-free: --help before TensorFlow loads, q
 
 flags.DEFINE_string('workdir', None, 'Workdir of a training run.', required=True)
 flags.DEFINE_integer('num_samples', None, 'Samples per run (default: 50,000 with Inception as in '
-                     'the paper, 5,000 with the classifier features).', lower_bound=2)
+                     'the paper, 5,000 with the classifier features).', lower_bound=2,
+                     upper_bound=10**6)
 flags.DEFINE_integer('runs', 3, 'Independent sample sets; FID is reported as mean +- std.',
-                     lower_bound=1)
-flags.DEFINE_integer('batch_size', 250, 'Sampling and feature batch size.', lower_bound=1)
+                     lower_bound=1, upper_bound=100)
+flags.DEFINE_integer('batch_size', 250, 'Sampling and feature batch size.', lower_bound=1,
+                     upper_bound=65_536)
 flags.DEFINE_enum('feature_net', None, ['inception', 'classifier'],
                   'Feature network (default: classifier for digits, inception otherwise).')
 flags.DEFINE_string('inception_path', None, 'Local copy of the TF-GAN Inception (TF-Hub module '
@@ -58,11 +60,12 @@ def evaluate():
          runs.load_run(FLAGS.workdir, **run_lib.load_run_flags()))
   data_cfg = run.config.data
   net_kind = FLAGS.feature_net or ('classifier' if data_cfg.name == 'digits' else 'inception')
+  num_samples = FLAGS.num_samples or (50_000 if net_kind == 'inception' else 5_000)
+  fid.check_memory(num_samples)  # before any network is loaded or trained
   if net_kind == 'inception':
     net = fid.InceptionFeatures(FLAGS.inception_path)  # loaded once, used for every set
   else:
     net = features.classifier_features(data_cfg, FLAGS.feature_cache_dir)
-  num_samples = FLAGS.num_samples or (50_000 if net_kind == 'inception' else 5_000)
   train = fid.data_activations(data_cfg, data_cfg.train_split, net, FLAGS.workdir,
                                FLAGS.batch_size)
   test = fid.data_activations(data_cfg, data_cfg.test_split, net, FLAGS.workdir,

@@ -21,10 +21,12 @@ flags.DEFINE_string('workdir', None, 'Workdir of a training run (latest checkpoi
 flags.DEFINE_string('saved_model', None, 'Or: a SavedModel written by experiments/export.py.')
 flags.DEFINE_string('output', None, 'Output directory (default: <workdir>/generated or '
                     '<saved_model>/../<name>_samples).')
-flags.DEFINE_integer('num_samples', 100, 'Number of samples.', lower_bound=1)
+flags.DEFINE_integer('num_samples', 100, 'Number of samples.', lower_bound=1,
+                     upper_bound=10**8)
 flags.DEFINE_integer('seed', 0, 'Seed: the same seed gives the same files; batch b draws the '
                      'stream (seed, b), so other seeds share no sample.', lower_bound=0)
-flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1)
+flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1,
+                     upper_bound=65_536)
 flags.DEFINE_integer('path_chains', 4, 'Chains in the Langevin-path figure.', lower_bound=1)
 flags.DEFINE_list('path_steps', None, 'Chain steps shown in the path figure (workdir only; a '
                   'SavedModel has the steps chosen at export). Default: 5 evenly spaced in 0..K.')

@@ -772,6 +772,16 @@ def test_text_from_a_workdir_stays_inert_in_the_model_card(trained_workdir, tmp_
   assert '- OOD AUROC, a vs None (step None): ?' in card
 
 
+def test_an_fid_too_large_for_memory_is_refused_before_sampling(monkeypatch):
+  from tf_hat_ebm.evaluation import fid  # pylint: disable=g-import-not-at-top
+  pages = {'SC_PAGE_SIZE': 4096, 'SC_PHYS_PAGES': 2**20}  # 4 GiB
+  monkeypatch.setattr(os, 'sysconf', pages.__getitem__)
+  fid.check_memory(50_000)  # 1.6 GB of Inception activations
+  with pytest.raises(ValueError, match=r'--num_samples=1000000: the FID activations need about '
+                     r'32\.8 GB, more than half'):
+    fid.check_memory(10**6)
+
+
 def test_lock_that_is_a_directory_or_half_written(tmp_path):
   (tmp_path / 'a' / workdir_lib.LOCK_NAME).mkdir(parents=True)
   with pytest.raises(PermissionError, match='train.lock is a directory, not a lock file'):

@@ -72,6 +72,20 @@ class InceptionFeatures:
     return self._features(tf.convert_to_tensor(images, tf.float32))
 
 
+def check_memory(num_samples, dim=2048, sets=4):
+  """Refuses an FID whose activations (`sets` sets of num_samples x dim float32, as the rows of
+  a joint run) cannot fit in this machine's memory, before any sampling."""
+  needed = sets * num_samples * dim * 4
+  try:
+    total = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+  except (ValueError, OSError, AttributeError):
+    return
+  if needed > total / 2:
+    raise ValueError(f'--num_samples={num_samples}: the FID activations need about '
+                     f'{needed / 1e9:.3g} GB, more than half of this machine\'s '
+                     f'{total / 1e9:.3g} GB of memory; ask for fewer samples')
+
+
 def frechet_distance(activations1, activations2):
   """FID between two sets of activations [n, d] (float64 math, unbiased covariances)."""
   return float(tfgan.eval.frechet_classifier_distance_from_activations(
