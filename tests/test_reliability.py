@@ -588,6 +588,36 @@ def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tm
   assert runs.load_run(copy, allow_other_generator=True).step == 2
 
 
+def test_a_moved_or_trained_on_generator_names_this_commands_flags(pinned_refinement, tmp_path,
+                                                                   trained_workdir):
+  gan, refine, _ = pinned_refinement
+  copy, moved_gan = str(tmp_path / 'refine'), str(tmp_path / 'gan2')
+  shutil.copytree(refine, copy)
+  path = os.path.join(copy, 'config.json')
+  config = json.loads(open(path).read())
+  config['generator']['path'] = str(tmp_path / 'gone')  # the SN-GAN was moved from here
+  with open(path, 'w') as f:
+    json.dump(config, f)
+  with pytest.raises(ValueError, match=r'ckpt-2 of .*gone, is gone \(the directory no longer '
+                     r'exists: moved\?\): if it moved, pass --generator_path=ITS_NEW_DIR'):
+    runs.load_run(copy)
+  assert runs.load_run(copy, generator_path=gan).step == 2
+  shutil.copytree(gan, moved_gan)
+  for name in os.listdir(os.path.join(moved_gan, 'checkpoints')):
+    if name.startswith('ckpt-2.'):  # deleted by the SN-GAN's later training (keep_checkpoints)
+      os.remove(os.path.join(moved_gan, 'checkpoints', name))
+  with pytest.raises(ValueError, match='checkpoints there now: ckpt-4.*--generator_checkpoint=4 '
+                     '--allow_other_generator'):
+    runs.load_run(copy, generator_path=moved_gan)
+  with pytest.raises(ValueError, match='--allow_other_generator'):  # other weights: asked for
+    runs.load_run(copy, generator_path=moved_gan, generator_checkpoint=4)
+  run = runs.load_run(copy, generator_path=moved_gan, generator_checkpoint=4,
+                      allow_other_generator=True)
+  assert run.config.generator.checkpoint == 4
+  with pytest.raises(ValueError, match='apply to joint runs'):
+    runs.load_run(trained_workdir, generator_path=gan)
+
+
 # ---- one validation, on every load -------------------------------------------------------------
 @pytest.mark.parametrize('field, value, message', [
     ('langevin.max_drift', -1.0,

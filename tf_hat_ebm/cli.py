@@ -57,6 +57,11 @@ def define_checkpoint_and_overwrite_flags():
                     'default).')
   flags.DEFINE_bool('allow_other_generator', False, 'Load a joint run over a generator whose '
                     'weights differ from those it was trained on (its pinned fingerprint).')
+  flags.DEFINE_string('generator_path', None, 'A joint run: the directory its SN-GAN or '
+                      'autoencoder workdir (or SavedModel) has moved to since training.')
+  flags.DEFINE_integer('generator_checkpoint', None, 'A joint run: load this checkpoint step of '
+                       'its generator instead of the pinned one (with --allow_other_generator).',
+                       lower_bound=0)
   flags.DEFINE_bool('overwrite', False, 'Replace this script\'s earlier output at the output '
                     'path (other files there are kept); without it a non-empty target is an error.')
   key_flags('checkpoint', 'overwrite')

@@ -95,9 +95,7 @@ def load(config, precision='float32'):
     pinned = gcfg.get('checkpoint')
     if pinned is not None and not tf.io.gfile.exists(
         os.path.join(gcfg.path, 'checkpoints', f'ckpt-{pinned}.index')):
-      raise ValueError(f'the pinned generator checkpoint ckpt-{pinned} of {gcfg.path} '
-                       f'(generator.checkpoint) is gone; restore it, or choose another with '
-                       '--config.generator.checkpoint=STEP and --allow_config_change')
+      raise PinnedGeneratorGone(gcfg.path, pinned)
     path = checkpoints.resolve_checkpoint(gcfg.path, pinned, what=what, script=script)
     if gcfg.source == 'sngan':
       model, discriminator = load_sngan(gcfg.path, config, checkpoint=path, precision=precision)
@@ -119,6 +117,25 @@ def load(config, precision='float32'):
                   f'{gcfg.source} generator {gcfg.path}')
   check_fingerprint(generator, gcfg, where)
   return generator, discriminator
+
+
+class PinnedGeneratorGone(ValueError):
+  """The generator checkpoint a joint run pinned is not where it was (moved, or deleted by the
+  generator's later training); the message names the training flags, runs.load_run its own."""
+
+  def __init__(self, path, pinned):
+    self.path, self.pinned = path, pinned
+    self.present = checkpoints.list_checkpoints(os.path.join(path, 'checkpoints'))
+    super().__init__(f'the pinned generator checkpoint ckpt-{pinned} of {path} '
+                     f'(generator.checkpoint) is gone ({self.where()}); restore it, or '
+                     'choose another with --config.generator.path=DIR (moved) or '
+                     '--config.generator.checkpoint=STEP, and --allow_config_change')
+
+  def where(self):
+    if not tf.io.gfile.isdir(self.path):
+      return 'the directory no longer exists: moved?'
+    found = ', '.join(f'ckpt-{s}' for s in self.present) or 'none'
+    return f'checkpoints there now: {found}'
 
 
 def adopt_pin(config, workdir, allow_change=False):

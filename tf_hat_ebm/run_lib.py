@@ -50,7 +50,8 @@ def load_run_flags():
   defines."""
   f = flags.FLAGS
   return dict(checkpoint=f.checkpoint, trust_code=f.trust_workdir_code,
-              allow_other_generator=f.allow_other_generator)
+              allow_other_generator=f.allow_other_generator, generator_path=f.generator_path,
+              generator_checkpoint=f.generator_checkpoint)
 
 
 def int_list(values, flag):

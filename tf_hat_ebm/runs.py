@@ -13,6 +13,7 @@ import ml_collections
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
+from tf_hat_ebm import generators
 from tf_hat_ebm import registry
 from tf_hat_ebm import workdir as workdir_lib
 
@@ -29,13 +30,16 @@ class Run:
 
 
 def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpoint=None,
-             trust_code=False, allow_other_generator=False):
+             trust_code=False, allow_other_generator=False, generator_path=None,
+             generator_checkpoint=None):
   """The inference model of workdir's run, restored from `checkpoint` (a step N, i.e. ckpt-N of
   workdir/checkpoints, or a checkpoint path; default: the latest).
 
   A joint run's generator is the one pinned in its config.json (other weights are an error unless
   `allow_other_generator`); a generator factory or a kind outside the library that it names is
-  code, imported only if `trust_code`.
+  code, imported only if `trust_code`. `generator_path` / `generator_checkpoint` load it from
+  where it is now (moved), or from another of its checkpoints (which needs
+  `allow_other_generator`: other weights).
   """
   config = load_config(workdir, trust_code)
   gen = config.get('generator')
@@ -44,15 +48,31 @@ def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpo
     raise ValueError(f'{os.path.join(workdir, "config.json")} names the generator factory '
                      f'{gen.path!r}, code that loading this run would import and call; pass '
                      '--trust_workdir_code if you trust this workdir')
-  if gen is not None and allow_other_generator:
-    gen.fingerprint = ''
+  if gen is None and (generator_path or generator_checkpoint is not None):
+    raise ValueError(f'--generator_path / --generator_checkpoint apply to joint runs; {workdir} '
+                     f'holds a {config.get("experiment")} run')
+  if gen is not None:
+    if generator_path:
+      gen.path = generators.absolute_path(generator_path)
+    if generator_checkpoint is not None:
+      gen.checkpoint = int(generator_checkpoint)
+    if allow_other_generator:
+      gen.fingerprint = ''
   kind = registry.for_config(config)
   if kind.inference is None:
     raise ValueError(f'workdir {workdir} holds a {kind.name!r} run; loadable experiments: '
                      f'{", ".join(registry.loadable())}')
   path = checkpoints.resolve_checkpoint(workdir, checkpoint)
   with (strategy or tf.distribute.get_strategy()).scope():
-    model = kind.inference_model(config)
+    try:
+      model = kind.inference_model(config)
+    except generators.PinnedGeneratorGone as e:  # say it with this command's flags
+      present = f'--generator_checkpoint={e.present[-1]}' if e.present else (
+          '--generator_checkpoint=STEP')
+      raise ValueError(f'the generator this run was trained over, ckpt-{e.pinned} of {e.path}, '
+                       f'is gone ({e.where()}): if it moved, pass --generator_path=ITS_NEW_DIR; '
+                       f'to use another of its checkpoints, {present} --allow_other_generator'
+                       ) from None
   step = tf.Variable(0, dtype=tf.int64, trainable=False)
   others = [s for s in checkpoints.list_checkpoints(os.path.join(workdir, 'checkpoints'))
             if not path.endswith(f'ckpt-{s}')]
