@@ -824,6 +824,37 @@ def test_lock_that_is_a_directory_or_half_written(tmp_path):
     assert lock.held and 'garbled' in logged[0]
 
 
+def test_a_lock_naming_a_live_unrelated_pid_is_taken_over(tmp_path):
+  sleeper = subprocess.Popen(['sleep', '60'])  # alive, and not the run that wrote the lock
+  try:
+    for owner in (dict(pid=os.getpid(), start=workdir_lib.process_start(os.getpid()) + 1),
+                  dict(pid=sleeper.pid)):  # a reused pid / an older lock of a non-Python pid
+      (tmp_path / workdir_lib.LOCK_NAME).write_text(json.dumps(dict(owner, host=os.uname()[1])))
+      logged = []
+      with workdir_lib.WorkdirLock(str(tmp_path), log=logged.append) as lock:
+        assert lock.held and 'no longer running' in logged[0]
+  finally:
+    sleeper.kill()
+    sleeper.wait()
+  with workdir_lib.WorkdirLock(str(tmp_path), log=print):  # a live holder still blocks
+    with pytest.raises(PermissionError, match='in use by another training run'):
+      with workdir_lib.WorkdirLock(str(tmp_path), log=print):
+        pass
+
+
+def test_ctrl_c_at_start_up_and_a_json_config_are_one_line(capsys):
+  from tf_hat_ebm import cli  # pylint: disable=g-import-not-at-top
+  hook = cli._interrupted_hook  # pylint: disable=protected-access
+  assert sys.excepthook is hook
+  hook(KeyboardInterrupt, KeyboardInterrupt(), None)
+  assert capsys.readouterr().err == 'error: interrupted\n'
+  with pytest.raises(SystemExit) as exit_:
+    cli.refuse_json_config(['--workdir=W', '--config', 'W/config.json'])
+  assert exit_.value.code == 1
+  assert capsys.readouterr().err.startswith('error: --config=W/config.json is a JSON file')
+  cli.refuse_json_config(['--config=experiments/configs/digits_synth.py'])
+
+
 def test_every_checkpoint_corrupt_does_not_advise_latest_intact(tmp_path):
   (tmp_path / 'ckpt-2.index').write_bytes(b'x')
   message = str(checkpoints.resume_error(str(tmp_path), 'none restores', none_restores=True))

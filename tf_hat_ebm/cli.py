@@ -24,6 +24,18 @@ SCRIPTS = {'train': 'train.py', 'sample': 'sample.py', 'export': 'export.py',
            'compare': 'compare_baselines.py', 'import-release': 'import_release.py'}
 
 
+def _interrupted_hook(kind, value, tb):
+  """Ctrl-C before a script's error guard runs (its imports take seconds): one line, not
+  TensorFlow's import traceback. Python then ends the process by SIGINT (exit 130)."""
+  if issubclass(kind, KeyboardInterrupt):
+    print('error: interrupted', file=sys.stderr, flush=True)
+  else:
+    _PREVIOUS_HOOK(kind, value, tb)
+
+
+_PREVIOUS_HOOK, sys.excepthook = sys.excepthook, _interrupted_hook
+
+
 def one_line(error):
   """The informative line of an error (TF's traced errors start with 'in user code:')."""
   lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
@@ -123,6 +135,38 @@ def _config_flag_error(error):
   return f'{", ".join(named or given or ["--config"])}: {text}'
 
 
+def _user_frame(error):
+  """The innermost frame of the error in the user's own files (not Python's import machinery
+  nor the libraries'): the line of a config file to look at."""
+  frames = traceback.extract_tb(error.__traceback__)
+  given = {os.path.abspath(p) for p in config_file_args(sys.argv[1:])}
+  files = [f for f in frames if os.path.abspath(f.filename) in given]
+  own = [f for f in frames if not f.filename.startswith('<')
+         and os.sep + 'site-packages' + os.sep not in f.filename]
+  return (files or own or frames)[-1]
+
+
+def config_file_args(argv):
+  """The --config file paths given on the command line."""
+  paths = []
+  for i, arg in enumerate(argv):
+    if arg in ('--config', '-config') and i + 1 < len(argv):
+      paths.append(argv[i + 1])
+    elif arg.startswith(('--config=', '-config=')):
+      paths.append(arg.split('=', 1)[1])
+  return paths
+
+
+def refuse_json_config(argv):
+  """A run's config.json given as --config would be executed as Python: one line instead."""
+  for path in config_file_args(argv):
+    if path.lower().endswith('.json'):
+      fail(f'--config={path} is a JSON file (a run\'s config.json?), but --config takes a Python '
+           'config file defining get_config() (experiments/configs/*.py): to resume that run, '
+           'rerun the command that made it (same --config file and --workdir); to sample, '
+           'export or evaluate it, pass its directory as --workdir')
+
+
 def _parse_flags(argv):
   """absl's flag parsing with every failure on one line (no usage text, no traceback)."""
   try:
@@ -133,7 +177,7 @@ def _parse_flags(argv):
     fail(_config_flag_error(e))
   except Exception as e:  # pylint: disable=broad-except
     # A --config file is user code: whatever it raises is reported against the file and line.
-    frame = traceback.extract_tb(e.__traceback__)[-1]
+    frame = _user_frame(e)
     given = [a.split('=')[0] for a in argv[1:] if a.lstrip('-').startswith('config')]
     fail(f'{given[0] if given else "--config"}: the config file raised {type(e).__name__}: '
          f'{one_line(e)} ({frame.filename}, line {frame.lineno})')
@@ -158,6 +202,7 @@ def run(main, define_flags=None):
   `define_flags` runs first, under the same guard: ml_collections reads --config overrides
   from sys.argv when the config flag is defined. --help is answered before `main` runs.
   """
+  refuse_json_config(sys.argv[1:])
   if define_flags is not None:
     try:
       define_flags()

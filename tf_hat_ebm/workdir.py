@@ -33,8 +33,9 @@ class WorkdirLockedError(PermissionError):
 class WorkdirLock:
   """workdir/train.lock holding {"pid", "host"} of the run training in it; released on exit.
 
-  A lock left by a process that is gone (same host, pid not alive) is taken over with a message.
-  Only local workdirs are locked: an object store has no atomic create-if-absent.
+  A lock left by a process that is gone (same host, pid not alive, or alive but started at
+  another time than the lock records: the pid was reused by an unrelated process) is taken over
+  with a message. Only local workdirs are locked: an object store has no atomic create-if-absent.
   """
 
   def __init__(self, workdir, log=print, name=LOCK_NAME, what='another training run'):
@@ -45,7 +46,8 @@ class WorkdirLock:
     if '://' in self.path:
       return self
     os.makedirs(os.path.dirname(self.path) or '.', exist_ok=True)
-    mine = json.dumps(dict(pid=os.getpid(), host=socket.gethostname()))
+    mine = json.dumps(dict(pid=os.getpid(), host=socket.gethostname(),
+                           start=process_start(os.getpid())))
     for _ in range(2):
       try:
         fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -58,7 +60,7 @@ class WorkdirLock:
           time.sleep(0.5)
           owner = _read_lock(self.path)
         if not owner or (owner.get('host') == socket.gethostname()
-                         and not _pid_alive(owner.get('pid'))):
+                         and not _holder_alive(owner)):
           state = f'pid {owner.get("pid")} no longer running' if owner else 'garbled'
           self.log(f'Taking over the stale lock {self.path} ({state}).')
           os.remove(self.path)
@@ -93,6 +95,31 @@ def _read_lock(path):
     return owner if isinstance(owner, dict) else {}
   except (OSError, ValueError):
     return {}  # garbled or half-written: treated as a lock of this host whose pid is gone
+
+
+def process_start(pid):
+  """When the process `pid` started (clock ticks since boot, /proc/<pid>/stat), or None."""
+  try:
+    with open(f'/proc/{int(pid)}/stat') as f:
+      return int(f.read().rsplit(')', 1)[1].split()[19])  # field 22: starttime
+  except (OSError, ValueError, IndexError, TypeError):
+    return None
+
+
+def _holder_alive(owner):
+  """The lock's process still runs: its pid is alive and started when the lock says (a lock
+  without that record: the pid runs Python); else the pid now belongs to an unrelated process."""
+  pid = owner.get('pid')
+  if not _pid_alive(pid):
+    return False
+  recorded = owner.get('start')
+  if recorded is not None:
+    return process_start(pid) in (None, recorded)
+  try:
+    with open(f'/proc/{int(pid)}/cmdline', 'rb') as f:
+      return b'python' in f.read()
+  except (OSError, ValueError):
+    return True  # cannot tell: assume it is the holder
 
 
 def _pid_alive(pid):
