@@ -855,6 +855,15 @@ def test_ctrl_c_at_start_up_and_a_json_config_are_one_line(capsys):
   cli.refuse_json_config(['--config=experiments/configs/digits_synth.py'])
 
 
+def test_ctrl_c_before_any_checkpoint_does_not_promise_a_resume(tmp_path):
+  assert run_lib.interrupted_training(str(tmp_path)) == (
+      f'interrupted before the first checkpoint (nothing saved in {tmp_path}); the same command '
+      'starts the run over')
+  (tmp_path / 'checkpoints').mkdir()
+  (tmp_path / 'checkpoints' / 'ckpt-4.index').write_bytes(b'')
+  assert 'last checkpoint: step 4' in run_lib.interrupted_training(str(tmp_path))
+
+
 def test_every_checkpoint_corrupt_does_not_advise_latest_intact(tmp_path):
   (tmp_path / 'ckpt-2.index').write_bytes(b'x')
   message = str(checkpoints.resume_error(str(tmp_path), 'none restores', none_restores=True))
