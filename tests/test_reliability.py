@@ -864,6 +864,47 @@ def test_ctrl_c_before_any_checkpoint_does_not_promise_a_resume(tmp_path):
   assert 'last checkpoint: step 4' in run_lib.interrupted_training(str(tmp_path))
 
 
+def test_a_damaged_or_unwritable_feature_cache_is_one_line_before_training(tmp_path, monkeypatch):
+  from tf_hat_ebm.evaluation import features  # pylint: disable=g-import-not-at-top
+  data_cfg = tiny().data
+  directory = tmp_path / 'feature_classifier' / features.cache_key(data_cfg)
+  directory.mkdir(parents=True)
+  (directory / 'info.json').write_text('')  # a killed write of an older version
+  with pytest.raises(ValueError, match=f'cached FID feature classifier {directory} is damaged'):
+    features.classifier_features(data_cfg, str(tmp_path))
+  (directory / 'info.json').write_text(json.dumps(dict(num_classes=10, test_accuracy=0.9)))
+  with pytest.raises(ValueError, match=f'{directory} is damaged .*remove that directory'):
+    features.classifier_features(data_cfg, str(tmp_path))  # the weights are missing
+
+  def no_training(*args):
+    raise AssertionError('trained before the cache was found unwritable')
+  monkeypatch.setattr(features, 'labelled_arrays', no_training)
+  (tmp_path / 'a_file').write_text('')
+  with pytest.raises(PermissionError, match='cannot write the FID feature cache .*a_file.*'
+                     '--feature_cache_dir'):
+    features.classifier_features(data_cfg, str(tmp_path / 'a_file'))
+
+
+def test_a_truncated_statistics_file_is_computed_again(tmp_path):
+  from tf_hat_ebm.evaluation import fid  # pylint: disable=g-import-not-at-top
+
+  class Net:
+    name = 'mean'
+
+    def __call__(self, images):
+      return tf.reduce_mean(images, axis=[1, 2])
+
+  data_cfg = tiny().data
+  path = fid.stats_path(str(tmp_path), data_cfg, 'test', Net())
+  os.makedirs(os.path.dirname(path))
+  with open(path, 'wb') as f:
+    f.write(b'PK\x03\x04 truncated')
+  acts = fid.data_activations(data_cfg, 'test', Net(), str(tmp_path), verbose=False)
+  assert acts.shape[1] == 1 and len(acts) > 100
+  np.testing.assert_array_equal(fid.data_activations(data_cfg, 'test', Net(), str(tmp_path),
+                                                     verbose=False), acts)  # now cached
+
+
 def test_every_checkpoint_corrupt_does_not_advise_latest_intact(tmp_path):
   (tmp_path / 'ckpt-2.index').write_bytes(b'x')
   message = str(checkpoints.resume_error(str(tmp_path), 'none restores', none_restores=True))

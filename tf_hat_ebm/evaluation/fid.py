@@ -11,6 +11,7 @@ dataset / split / resolution / feature network in `<workdir>/fid_stats/`.
 """
 import io
 import os
+import zipfile
 
 import numpy as np
 import tensorflow as tf
@@ -116,8 +117,15 @@ def data_activations(data_cfg, split, feature_net, cache_dir, batch_size=250, ve
   """Activations of a whole data split, computed once and cached in cache_dir/fid_stats/."""
   path = stats_path(cache_dir, data_cfg, split, feature_net)
   if tf.io.gfile.exists(path):
-    with tf.io.gfile.GFile(path, 'rb') as f:
-      return np.load(io.BytesIO(f.read()))['activations']
+    try:
+      with tf.io.gfile.GFile(path, 'rb') as f:
+        cached = np.load(io.BytesIO(f.read()))['activations']
+      if cached.ndim == 2 and len(cached) and np.all(np.isfinite(cached)):
+        return cached
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, tf.errors.OpError):
+      pass  # truncated or foreign: derived data, computed again and replaced below
+    if verbose:
+      print(f'{path} is unreadable (truncated?): computing it again', flush=True)
   total = int(data_lib.images_dataset(data_cfg, split, training=False).cardinality())
   acts = activations(data_lib.eval_dataset(data_cfg, split, batch_size), feature_net,
                      total=total if total >= 0 else None,
