@@ -905,6 +905,21 @@ def test_a_truncated_statistics_file_is_computed_again(tmp_path):
                                                      verbose=False), acts)  # now cached
 
 
+@pytest.mark.parametrize('name', ['no-such-tpu', 'local'])
+def test_an_unreachable_tpu_is_one_line_saying_what_to_check(monkeypatch, name):
+  import urllib.request  # pylint: disable=g-import-not-at-top
+  import urllib.error  # pylint: disable=g-import-not-at-top
+  import tpu_utils  # pylint: disable=g-import-not-at-top
+
+  def no_network(*args, **kwargs):  # what the metadata lookup meets off GCE, without waiting
+    raise urllib.error.URLError(OSError(-2, 'Name or service not known'))
+  monkeypatch.setattr(urllib.request, 'urlopen', no_network)
+  with pytest.raises(ValueError, match=f'--tpu={name}: the TPU could not be reached .*check the '
+                     'TPU name') as error:
+    tpu_utils.make_strategy(name)
+  assert '\n' not in str(error.value)
+
+
 def test_every_checkpoint_corrupt_does_not_advise_latest_intact(tmp_path):
   (tmp_path / 'ckpt-2.index').write_bytes(b'x')
   message = str(checkpoints.resume_error(str(tmp_path), 'none restores', none_restores=True))
