@@ -585,7 +585,15 @@ def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tm
   with pytest.raises(ValueError, match='weights [0-9a-f]{16}, but this run was made with weights '
                      '0123456789abcdef'):
     runs.load_run(copy)
-  assert runs.load_run(copy, allow_other_generator=True).step == 2
+  run = runs.load_run(copy, allow_other_generator=True)
+  # The trained weights stay the run's record; the substitute's are recorded beside them.
+  assert run.step == 2 and run.config.generator.fingerprint == '0123456789abcdef'
+  assert re.fullmatch('[0-9a-f]{16}', run.other_generator)
+  card = export.build_module(run).asset_texts
+  assert json.loads(card['config.json'])['generator']['fingerprint'] == '0123456789abcdef'
+  assert (f'| generator | trained with weights 0123456789abcdef; this export uses other weights '
+          f'{run.other_generator} (--allow_other_generator) |') in card['README.md']
+  assert runs.load_run(refine, allow_other_generator=True).other_generator is None  # the same
 
 
 def test_a_moved_or_trained_on_generator_names_this_commands_flags(pinned_refinement, tmp_path,

@@ -297,6 +297,16 @@ def _measured(workdir):
   return lines
 
 
+def _generator_row(run):
+  """A joint run exported over another generator than it was trained with says both."""
+  other = getattr(run, 'other_generator', None)
+  if not other:
+    return ''
+  trained = text_lib.markdown(run.config.generator.get('fingerprint') or 'unknown')
+  return (f'\n| generator | trained with weights {trained}; this export uses other weights '
+          f'{text_lib.markdown(other)} (--allow_other_generator) |')
+
+
 def model_card(module, run):
   """assets/README.md: what the model is, its data and training, its scores, how to call it."""
   config, s = run.config, module._settings  # pylint: disable=protected-access
@@ -324,7 +334,7 @@ Models from Generator Latent Spaces with Hat EBM.* NeurIPS 2022. Written by tf_h
 |---|---|
 | config | {name} (assets/config.json), experiment {experiment} |
 | data | {text_lib.markdown(config.data.name)}, images [{h}, {w}, {c}] in [-1, 1] |
-| training step | {int(run.step)} |
+| training step | {int(run.step)} |{_generator_row(run)}
 | precision | {module._precision_name} |
 | sampling chain | K={s.steps}, eps={s.step_size:g}, T={s.temperature:g} |
 

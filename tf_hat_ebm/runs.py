@@ -27,6 +27,9 @@ class Run:
   checkpoint: str
   workdir: str
   kind: registry.Kind
+  # With allow_other_generator: the fingerprint of the generator loaded in place of the one the
+  # run was trained with (config.generator.fingerprint), when they differ; else None.
+  other_generator: Optional[str] = None
 
 
 def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpoint=None,
@@ -43,21 +46,8 @@ def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpo
   """
   config = load_config(workdir, trust_code)
   gen = config.get('generator')
-  if gen is not None and gen.source == 'factory' and not trust_code:
-    # A workdir is data: opening one must not run code the user did not ask for.
-    raise ValueError(f'{os.path.join(workdir, "config.json")} names the generator factory '
-                     f'{gen.path!r}, code that loading this run would import and call; pass '
-                     '--trust_workdir_code if you trust this workdir')
-  if gen is None and (generator_path or generator_checkpoint is not None):
-    raise ValueError(f'--generator_path / --generator_checkpoint apply to joint runs; {workdir} '
-                     f'holds a {config.get("experiment")} run')
-  if gen is not None:
-    if generator_path:
-      gen.path = generators.absolute_path(generator_path)
-    if generator_checkpoint is not None:
-      gen.checkpoint = int(generator_checkpoint)
-    if allow_other_generator:
-      gen.fingerprint = ''
+  trained = _generator_flags(config, workdir, trust_code, allow_other_generator,
+                             generator_path, generator_checkpoint)
   kind = registry.for_config(config)
   if kind.inference is None:
     raise ValueError(f'workdir {workdir} holds a {kind.name!r} run; loadable experiments: '
@@ -73,6 +63,10 @@ def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpo
                        f'is gone ({e.where()}): if it moved, pass --generator_path=ITS_NEW_DIR; '
                        f'to use another of its checkpoints, {present} --allow_other_generator'
                        ) from None
+  other = None
+  if gen is not None and allow_other_generator:  # the config keeps the weights it trained with
+    other = gen.fingerprint if gen.fingerprint != trained else None
+    gen.fingerprint = trained
   step = tf.Variable(0, dtype=tf.int64, trainable=False)
   others = [s for s in checkpoints.list_checkpoints(os.path.join(workdir, 'checkpoints'))
             if not path.endswith(f'ckpt-{s}')]
@@ -80,7 +74,31 @@ def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpo
                       f'a {kind.name} model built from its config.json',
                       f'; try --checkpoint={others[-1]}' if others else '')
   return Run(config=config, model=model, step=int(step.numpy()), checkpoint=path, workdir=workdir,
-             kind=kind)
+             kind=kind, other_generator=other)
+
+
+def _generator_flags(config, workdir, trust_code, allow_other, path, checkpoint):
+  """Applies the generator flags of load_run to config.generator; the fingerprint it was
+  trained with (None: no generator)."""
+  gen = config.get('generator')
+  if gen is None:
+    if path or checkpoint is not None:
+      raise ValueError(f'--generator_path / --generator_checkpoint apply to joint runs; '
+                       f'{workdir} holds a {config.get("experiment")} run')
+    return None
+  if gen.source == 'factory' and not trust_code:
+    # A workdir is data: opening one must not run code the user did not ask for.
+    raise ValueError(f'{os.path.join(workdir, "config.json")} names the generator factory '
+                     f'{gen.path!r}, code that loading this run would import and call; pass '
+                     '--trust_workdir_code if you trust this workdir')
+  if path:
+    gen.path = generators.absolute_path(path)
+  if checkpoint is not None:
+    gen.checkpoint = int(checkpoint)
+  trained = gen.get('fingerprint', '')
+  if allow_other:
+    gen.fingerprint = ''  # recorded by the load, then compared with `trained`
+  return trained
 
 
 def load_config(workdir, trust_code=False):
