@@ -729,13 +729,11 @@ def test_a_config_json_read_back_is_validated(trained_workdir, tmp_path, section
     runs.load_run(str(tmp_path / 'w'))
 
 
-def test_a_workdir_naming_a_factory_runs_no_code_unless_trusted(trained_workdir, tmp_path):
+def test_a_workdir_naming_a_factory_runs_no_code_unless_trusted(tmp_path):
   workdir = tmp_path / 'w'
-  shutil.copytree(trained_workdir, workdir)
-  config = json.loads((workdir / 'config.json').read_text())
-  config['experiment'] = 'joint'
-  config['generator'] = dict(source='factory', path='os:abort', latent_shape=[4])
-  (workdir / 'config.json').write_text(json.dumps(config))
+  workdir.mkdir()
+  workdir_lib.write_config(str(workdir), tiny('digits_refine', **{
+      'generator.source': 'factory', 'generator.path': 'os:abort', 'generator.latent_shape': (4,)}))
   with pytest.raises(ValueError, match="names the generator factory 'os:abort'.*"
                                        '--trust_workdir_code'):
     runs.load_run(str(workdir))
