@@ -280,6 +280,27 @@ def test_an_edited_manifest_deletes_nothing_the_script_did_not_write(tmp_path):
   assert (tmp_path / 'notes.txt').read_text() == 'mine'
 
 
+def test_a_forged_commit_journal_deletes_nothing_of_the_users(tmp_path):
+  owned(tmp_path, ['a.png'])
+  for name in ('mine', '.sample-old-x'):
+    (tmp_path / name).mkdir()
+    (tmp_path / name / 'precious').write_text('keep')
+  (tmp_path / 'notes.txt').write_text('keep')
+  journal = tmp_path / '.sample.commit.json'
+  for forged in (dict(aside='mine', old=[], new={}),
+                 dict(aside='.sample-old-x', old=[], new={'notes.txt': ['file', 1, 4, 0]}),
+                 dict(aside=7, old=[], new=[])):
+    journal.write_text(json.dumps(forged))
+    try:
+      with outputs.OwnedOutput(str(tmp_path), 'sample', True, 'output'):
+        pass
+    except FileExistsError as e:  # unreadable: said, and nothing touched
+      assert 'is unreadable' in str(e)
+    assert (tmp_path / 'mine' / 'precious').read_text() == 'keep'
+    assert (tmp_path / 'notes.txt').read_text() == 'keep'
+    journal.unlink(missing_ok=True)
+
+
 @pytest.mark.parametrize('kill_at', range(6))
 def test_a_killed_commit_leaves_the_old_or_the_new_output(tmp_path, monkeypatch, kill_at):
   old, new = ['a.png', 'tensorboard/'], ['a.png', 'b.png', 'tensorboard/']

@@ -152,8 +152,10 @@ class OwnedOutput:
       self._write_manifest(staged)
       return
     aside = tempfile.mkdtemp(prefix=f'.{self.script}-old-', dir=self.path)
+    # The new entries' stats (a rename keeps them): a rollback removes only what this run moved.
+    new = {name: stat_of(os.path.join(self.staging, name)) for name in staged}
     workdir_lib.write_atomic(self.journal, json.dumps(
-        dict(aside=os.path.basename(aside), old=own, new=staged)))
+        dict(aside=os.path.basename(aside), old=own, new=new)))
     for name in own:
       os.replace(self._entry(name), os.path.join(aside, name))
     for name in staged:
@@ -176,23 +178,23 @@ class OwnedOutput:
     try:
       with open(self.journal) as f:
         journal = json.load(f)
-      aside = self._entry(journal['aside'])
-      old, new = list(journal['old']), list(journal['new'])
-    except (OSError, ValueError, KeyError, TypeError) as e:
+      aside_name, old, new = str(journal['aside']), list(journal['old']), dict(journal['new'])
+      aside = self._entry(aside_name)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
       raise FileExistsError(f'{self.journal} (an interrupted {self.script} commit) is unreadable '
                             f'({e}): check {self.path} by hand and remove it') from None
-    if not (_plain_name(journal['aside'], '') and os.path.isdir(aside)
-            and not os.path.islink(aside)):
+    # Only a directory of this script's own making is ever emptied or removed.
+    if not (_plain_name(aside_name, '') and aside_name.startswith(f'.{self.script}-old-')
+            and os.path.isdir(aside) and not os.path.islink(aside)):
       os.remove(self.journal)
       return
     previous = self._previous()
     committed = set(previous) == set(new) and all(
         stat_of(self._entry(n)) == previous[n] for n in new)
     if not committed:  # roll back: the killed run's new entries go, the old ones come back
-      for name in new:
-        moved_aside = os.path.lexists(os.path.join(aside, name))
-        if _plain_name(name, self.script) and (name not in old or moved_aside):
-          remove(self._entry(name))
+      for name, recorded in new.items():
+        if _plain_name(name, self.script) and stat_of(self._entry(name)) == recorded:
+          remove(self._entry(name))  # moved in by the killed run (same inode and mtime)
       for name in old:
         if _plain_name(name, self.script) and os.path.lexists(os.path.join(aside, name)):
           os.replace(os.path.join(aside, name), self._entry(name))
