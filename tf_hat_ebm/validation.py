@@ -98,6 +98,8 @@ def _check_choice(field, value, choices, source):
 
 def check_text(field, value, source=None, max_length=None):
   """Text that is printable and valid UTF-8 (no lone surrogate, no control character)."""
+  if not isinstance(value, str):
+    _fail(field, 'a string', value, source)
   try:
     value.encode('utf-8')
     ok = value.isprintable()

@@ -186,7 +186,8 @@ def load_config(workdir, defaults=None, trust_code=False):
     raise ValueError(f'{path} holds a JSON {type(config).__name__}, not a config object')
   check_kind(path, config.get('experiment', 'synthesis'), trust_code)
   _migrate(config)
-  kind_defaults = defaults(config.get('experiment', 'synthesis')) if defaults else None
+  # Without `defaults`, the registered kind's: every read-back config is checked field by field.
+  kind_defaults = (defaults or registry.Kind.defaults_of)(config.get('experiment', 'synthesis'))
   if kind_defaults is not None:
     filling = kind_defaults.to_dict()
     for section, fields in IMPLICIT_BEFORE.items():
