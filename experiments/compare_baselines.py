@@ -23,13 +23,15 @@ from tf_hat_ebm import cli  # TensorFlow-free: --help before TensorFlow loads, q
 flags.DEFINE_string('workdir', None, 'Workdir of a joint (refinement or retrofit) training run.',
                     required=True)
 flags.DEFINE_string('out', None, 'Output directory (default: <workdir>/compare).')
-flags.DEFINE_integer('num', 100, 'Samples per method.', lower_bound=1)
-flags.DEFINE_integer('seed', 0, 'Seed of Z0 and of the chains.', lower_bound=0)
+flags.DEFINE_integer('num', 100, 'Samples per method.', lower_bound=1, upper_bound=10**5)
+flags.DEFINE_integer('seed', 0, 'Seed of Z0 and of the chains.', lower_bound=0,
+                     upper_bound=2**31 - 1)
 flags.DEFINE_integer('fid_samples', 1000, 'Digits: samples per method and run for the small-data '
-                     'FID (0: no FID).', lower_bound=0)
+                     'FID (0: no FID).', lower_bound=0, upper_bound=10**6)
 flags.DEFINE_integer('fid_runs', 2, 'Digits: independent sample sets for the FID (mean +- std).',
-                     lower_bound=1)
-flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1)
+                     lower_bound=1, upper_bound=100)
+flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1,
+                     upper_bound=65_536)
 flags.DEFINE_string('feature_cache_dir', None, 'Where the FID feature classifier is cached '
                     '(default: $TF_HAT_EBM_CACHE or ~/.cache/tf_hat_ebm, one per dataset).')
 cli.define_checkpoint_and_overwrite_flags()

@@ -36,7 +36,8 @@ flags.DEFINE_string('inception_path', None, 'Local copy of the TF-GAN Inception 
                     'directory); default: TF-Hub, honouring TFHUB_CACHE_DIR.')
 flags.DEFINE_string('feature_cache_dir', None, 'Where the FID feature classifier is cached '
                     '(default: $TF_HAT_EBM_CACHE or ~/.cache/tf_hat_ebm, one per dataset).')
-flags.DEFINE_integer('seed', 0, 'Seed of the first sample batch.', lower_bound=0)
+flags.DEFINE_integer('seed', 0, 'Seed of the first sample batch.', lower_bound=0,
+                     upper_bound=2**31 - 1)
 cli.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
 cli.answer_help()

@@ -18,8 +18,8 @@ from tf_hat_ebm import cli  # TensorFlow-free: --help before TensorFlow loads, q
 flags.DEFINE_string('workdir', None, 'Workdir of a training run.', required=True)
 flags.DEFINE_list('sets', None, 'OOD sets (default: svhn_cropped, cifar100, celeb_a; for digits '
                   'the offline sets of tf_hat_ebm/evaluation/ood.py).')
-flags.DEFINE_integer('num', 10_000, 'Images per set at most.', lower_bound=1)
-flags.DEFINE_integer('batch_size', 250, 'Batch size.', lower_bound=1)
+flags.DEFINE_integer('num', 10_000, 'Images per set at most.', lower_bound=1, upper_bound=10**7)
+flags.DEFINE_integer('batch_size', 250, 'Batch size.', lower_bound=1, upper_bound=65_536)
 flags.DEFINE_string('data_dir', None, 'tfds data_dir of the OOD sets (default: the config\'s).')
 cli.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS

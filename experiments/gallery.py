@@ -13,9 +13,11 @@ from tf_hat_ebm import cli  # TensorFlow-free: --help before TensorFlow loads, q
 
 flags.DEFINE_string('workdir', None, 'Workdir of a trained synthesis run.', required=True)
 flags.DEFINE_string('out', 'docs/gallery.png', 'Output PNG.')
-flags.DEFINE_integer('num', 36, 'Samples per panel.', lower_bound=1)
-flags.DEFINE_integer('path_chains', 3, 'Chains in the Langevin path.', lower_bound=1)
-flags.DEFINE_integer('seed', 0, 'Seed of the samples and chains.', lower_bound=0)
+flags.DEFINE_integer('num', 36, 'Samples per panel.', lower_bound=1, upper_bound=10_000)
+flags.DEFINE_integer('path_chains', 3, 'Chains in the Langevin path.', lower_bound=1,
+                     upper_bound=100)
+flags.DEFINE_integer('seed', 0, 'Seed of the samples and chains.', lower_bound=0,
+                     upper_bound=2**31 - 1)
 cli.define_checkpoint_and_overwrite_flags()
 FLAGS = flags.FLAGS
 cli.answer_help()

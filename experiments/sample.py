@@ -24,7 +24,8 @@ flags.DEFINE_string('output', None, 'Output directory (default: <workdir>/genera
 flags.DEFINE_integer('num_samples', 100, 'Number of samples.', lower_bound=1,
                      upper_bound=10**8)
 flags.DEFINE_integer('seed', 0, 'Seed: the same seed gives the same files; batch b draws the '
-                     'stream (seed, b), so other seeds share no sample.', lower_bound=0)
+                     'stream (seed, b), so other seeds share no sample.', lower_bound=0,
+                     upper_bound=2**31 - 1)
 flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1,
                      upper_bound=65_536)
 flags.DEFINE_integer('path_chains', 4, 'Chains in the Langevin-path figure.', lower_bound=1)
