@@ -1,39 +1,73 @@
 r"""Seed sweep: train one experiment for several seeds and score every run the same way.
 
-  python benchmarks/seed_sweep.py                                  # digits_synth, seeds 0-4
+  python benchmarks/seed_sweep.py                                  # digits synthesis, seeds 0-4
   python benchmarks/seed_sweep.py --seeds=0,1 --num_steps=6000     # 3x the default length
-  python benchmarks/seed_sweep.py --chain=refine --seeds=0,1,2     # SN-GAN, then refinement
+  python benchmarks/seed_sweep.py --chain=refinement --seeds=0,1,2 # SN-GAN, then refinement
   python benchmarks/seed_sweep.py --chain=retrofit --seeds=0,1,2   # autoencoder, then retrofit
   python benchmarks/seed_sweep.py --override=perf.precision=float32 --out=/tmp/sweep_f32
 
-Each seed trains in its own workdir under --out with the experiment scripts (so a run is exactly
-what a user gets), then is scored with the small-data FID of the digits classifier:
-  synth:             experiments/evaluate_fid.py   -> X = G(Z) + Y, G(Z), and the test split
-  refine / retrofit: experiments/compare_baselines.py -> generator, (DDLS,) Hat EBM, test digits
-Per seed it reports the final energy difference, the largest |energy_diff| after warm-up, whether
-the runaway guard fired (the training command failed or logged a runaway) and the FIDs; the table
-goes to stdout and, with every number, to <out>/sweep.json.
+Each seed's runs are stages of the reproduction's runner (tf_hat_ebm/reproduction): the experiment
+scripts in subprocesses from --out, resumable, --jobs at a time, a guard stop recorded. Scored with
+the small-data FID of the digits classifier:
+  synthesis:            experiments/evaluate_fid.py   -> X = G(Z) + Y, G(Z), and the test split
+  refinement, retrofit: experiments/compare_baselines.py -> generator, (DDLS,) Hat EBM, test digits
+Per seed: the final energy difference, the largest |energy_diff| after warm-up, whether the
+runaway guard stopped the run, and the FIDs; the table goes to stdout and to <out>/sweep.json.
 """
-import argparse
 import glob
-import json
 import os
-import subprocess
-import sys
-import time
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+from absl import flags
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIGS = os.path.join(ROOT, 'experiments', 'configs')
-# chain -> [(stage name, training script, config file)]; the last stage is the scored Hat EBM.
-CHAINS = {
-    'synth': [('hat_ebm', 'train_synthesis.py', 'digits_synth.py')],
-    'refine': [('generator', 'train_sngan.py', 'digits_sngan.py'),
-               ('hat_ebm', 'train_refinement.py', 'digits_refine.py')],
-    'retrofit': [('generator', 'train_autoencoder.py', 'digits_autoencoder.py'),
-                 ('hat_ebm', 'train_retrofit.py', 'digits_retrofit.py')],
-}
+from tf_hat_ebm import cli  # TensorFlow-free: --help before TensorFlow loads, quiet TF logs
+
+# chain -> (the generator's stage kind or None, the Hat EBM's); configs: the digits scale's.
+CHAINS = {'synthesis': (None, 'synthesis'), 'refinement': ('sngan', 'refinement'),
+          'retrofit': ('autoencoder', 'retrofit')}
+flags.DEFINE_enum('chain', 'synthesis', list(CHAINS), 'What to train per seed.')
+flags.DEFINE_list('seeds', ['0', '1', '2', '3', '4'], 'Training seeds.')
+flags.DEFINE_integer('num_steps', None, 'Training steps of the Hat EBM (default: its config).',
+                     lower_bound=1)
+flags.DEFINE_multi_string('override', [], 'Config override of the Hat EBM run, e.g. '
+                          'perf.precision=float32.')
+flags.DEFINE_integer('fid_samples', 2000, 'FID samples per run.', lower_bound=1)
+flags.DEFINE_integer('fid_runs', 2, 'FID runs (sample sets).', lower_bound=1)
+flags.DEFINE_float('warmup', 0.25, 'Fraction of the run before |energy_diff| is judged.')
+flags.DEFINE_string('jobs', 'auto', 'Stages run at once (auto: up to 2).')
+flags.DEFINE_string('out', None, 'Output directory (default: workdir/seed_sweep/<chain>).')
+FLAGS = flags.FLAGS
+
+
+def build(seeds):
+  """The stages of every seed: its generator (if the chain has one), then the scored Hat EBM."""
+  from tf_hat_ebm.reproduction import stages as lib  # pylint: disable=g-import-not-at-top
+  scale, (generator, kind), stages = lib.SCALES['digits'], CHAINS[FLAGS.chain], []
+  for seed in seeds:
+    train = ['--config.seed=' + str(seed)]
+    if generator:
+      name = f'{generator}_s{seed}'
+      stages.append(lib.Stage(name, generator, 'sweep', [[
+          'python', f'experiments/{lib.TRAIN_SCRIPT[generator]}',
+          f'--config=experiments/configs/{scale.configs[generator]}.py', f'--workdir={name}']
+          + train], [None], workdir=name))
+      train = train + [f'--config.generator.path={name}']
+    name = f'{kind}_s{seed}'
+    train += [f'--config.{o}' for o in FLAGS.override]
+    train += [f'--config.training.num_steps={FLAGS.num_steps}'] if FLAGS.num_steps else []
+    score = ['python', 'experiments/evaluate_fid.py', f'--workdir={name}',
+             f'--num_samples={FLAGS.fid_samples}', f'--runs={FLAGS.fid_runs}']
+    if generator:
+      score = ['python', 'experiments/compare_baselines.py', f'--workdir={name}',
+               f'--fid_samples={FLAGS.fid_samples}', f'--fid_runs={FLAGS.fid_runs}']
+    stages.append(lib.Stage(
+        name, kind, 'sweep',
+        [['python', f'experiments/{lib.TRAIN_SCRIPT[kind]}',
+          f'--config=experiments/configs/{scale.configs[kind]}.py', f'--workdir={name}'] + train,
+         score],
+        [None, f'{name}/compare/scores.json' if generator else f'{name}/fid.json'],
+        workdir=name, after=(f'{generator}_s{seed}',) if generator else (),
+        result='compare' if generator else 'fid', guard_stop_is_result=True))
+  return stages
 
 
 def scalar_series(workdir, tag):
@@ -49,145 +83,64 @@ def scalar_series(workdir, tag):
   return sorted(series.items())
 
 
-def run(cmd, log_path):
-  """Runs cmd with its output in log_path; returns (exit code, seconds)."""
-  start = time.time()
-  with open(log_path, 'w') as log:
-    code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-  return code, time.time() - start
-
-
-def guard_fired(log_path):
-  with open(log_path, errors='replace') as f:
-    text = f.read().lower()
-  return 'runaway' in text or 'non-finite' in text
-
-
-def sweep_seed(args, seed):
-  seed_dir = os.path.join(args.out, f'seed{seed}')
-  os.makedirs(seed_dir, exist_ok=True)
-  row = dict(seed=seed)
-  overrides = [f'--config.{o}' for o in args.override]
-  generator_dir = None
-  for stage, script, config in CHAINS[args.chain]:
-    workdir = os.path.join(seed_dir, stage)
-    cmd = [sys.executable, os.path.join('experiments', script),
-           f'--config={os.path.join(CONFIGS, config)}', f'--workdir={workdir}',
-           f'--config.seed={seed}']
-    if stage == 'hat_ebm':
-      cmd += overrides
-      if args.num_steps:
-        cmd.append(f'--config.training.num_steps={args.num_steps}')
-    if generator_dir:
-      cmd.append(f'--config.generator.path={generator_dir}')
-    log = os.path.join(seed_dir, f'{stage}.log')
-    code, seconds = run(cmd, log)
-    row[f'{stage}_seconds'] = round(seconds, 1)
-    if code != 0:
-      row.update(failed=f'{stage} exit {code} (see {log})', guard_fired=guard_fired(log))
-      return row
-    generator_dir = workdir
-  row['guard_fired'] = guard_fired(log)
-  diffs = scalar_series(workdir, 'train/energy_diff')
+def row(out, seed, record):
+  """One seed's row: energy difference, guard, FIDs, seconds."""
+  kind = CHAINS[FLAGS.chain][1]
+  r = dict(seed=seed, seconds=record['seconds'], guard_fired=bool(record.get('failed')))
+  diffs = scalar_series(os.path.join(out, f'{kind}_s{seed}'), 'energy/energy_diff')
   if diffs:
-    warm = diffs[-1][0] * args.warmup
-    row['final_energy_diff'] = diffs[-1][1]
-    row['max_abs_energy_diff_after_warmup'] = max(abs(v) for s, v in diffs if s >= warm)
-  row.update(score(args, workdir, seed_dir))
-  return row
-
-
-def score(args, workdir, seed_dir):
-  """Small-data FIDs (digits classifier) of the run's samples and of the test split."""
-  if args.chain == 'synth':
-    cmd = [sys.executable, 'experiments/evaluate_fid.py', f'--workdir={workdir}',
-           f'--num_samples={args.fid_samples}', f'--runs={args.fid_runs}']
-    code, _ = run(cmd, os.path.join(seed_dir, 'fid.log'))
-    if code != 0:
-      return dict(failed=f'evaluate_fid exit {code}')
-    with open(os.path.join(workdir, 'fid.json')) as f:
-      result = json.load(f)
-    return dict(fid_x=result['hat_ebm'], fid_g=result['generator'],
-                fid_test=result['data_test_vs_train'])
-  # The run's config (generator path and overrides included) comes from its workdir.
-  cmd = [sys.executable, 'experiments/compare_baselines.py', f'--workdir={workdir}',
-         f'--fid_samples={args.fid_samples}', f'--fid_runs={args.fid_runs}']
-  code, _ = run(cmd, os.path.join(seed_dir, 'compare.log'))
-  if code != 0:
-    return dict(failed=f'compare_baselines exit {code}')
-  with open(os.path.join(workdir, 'compare', 'scores.json')) as f:
-    scores = json.load(f)
-  out = {}
-  for name, values in scores.items():
-    if isinstance(values, dict) and 'fid' in values:
-      out[f'fid_{name}'] = [values['fid'], values.get('fid_std')]
-  return out
-
-
-def joint_fid_keys(row):
-  """The keys of a row that hold compare_baselines' (mean, std) FIDs (synthesis keeps per-run
-  lists under fid_x and fid_g)."""
-  return [k for k in row if k.startswith('fid_') and k not in ('fid_x', 'fid_g', 'fid_test')]
-
-
-def mean(values):
-  if isinstance(values, list) and values and isinstance(values[0], (int, float)):
-    return sum(v for v in values if v is not None) / len([v for v in values if v is not None])
-  return values
+    warm = diffs[-1][0] * FLAGS.warmup
+    r['final_energy_diff'] = diffs[-1][1]
+    r['max_abs_energy_diff_after_warmup'] = max(abs(v) for s, v in diffs if s >= warm)
+  for name, value in (record.get('result') or {}).items():
+    if not name.endswith('_runs'):
+      r[f'fid_{name}'] = value
+  return r
 
 
 def table(rows):
-  keys = [k for k in rows[0] if k not in ('seed',)]
-  for r in rows[1:]:
-    keys += [k for k in r if k not in keys and k != 'seed']
+  keys = list(dict.fromkeys(k for r in rows for k in r if k != 'seed'))
   lines = ['| seed | ' + ' | '.join(keys) + ' |', '|' + '---|' * (len(keys) + 1)]
   for r in rows:
     cells = []
     for k in keys:
       v = r.get(k, '')
-      if k in joint_fid_keys(r):  # compare_baselines' [mean, std], not per-run values
-        cells.append(f'{v[0]:.4g} ± {v[1]:.2g}' if v[1] is not None else f'{v[0]:.4g}')
-        continue
-      v = mean(v)
+      if isinstance(v, list):  # compare_baselines' [FID, std]
+        v = f'{v[0]:.4g} ± {v[1]:.2g}' if v[1] is not None else f'{v[0]:.4g}'
       cells.append(f'{v:.4g}' if isinstance(v, float) else str(v))
     lines.append(f'| {r["seed"]} | ' + ' | '.join(cells) + ' |')
   return '\n'.join(lines)
 
 
-def main():
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument('--chain', choices=sorted(CHAINS), default='synth')
-  parser.add_argument('--seeds', default='0,1,2,3,4', help='comma-separated seeds')
-  parser.add_argument('--num_steps', type=int, default=None,
-                      help='training steps of the Hat EBM (default: its config)')
-  parser.add_argument('--override', action='append', default=[],
-                      help='config override of the Hat EBM run, e.g. perf.precision=float32')
-  parser.add_argument('--fid_samples', type=int, default=2000)
-  parser.add_argument('--fid_runs', type=int, default=2)
-  parser.add_argument('--warmup', type=float, default=0.25,
-                      help='fraction of the run before |energy_diff| is judged')
-  parser.add_argument('--out', default=None, help='default: workdir/seed_sweep/<chain>')
-  args = parser.parse_args()
+def sweep():
+  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm import workdir as workdir_lib
+  from tf_hat_ebm.reproduction import runner as runner_lib
+  from tf_hat_ebm.reproduction import stages as lib
   try:
-    seeds = [int(s) for s in args.seeds.split(',') if s.strip()]
+    seeds = [int(s) for s in FLAGS.seeds]
   except ValueError:
-    parser.error(f'--seeds must be comma-separated integers, not {args.seeds!r}')
-  if not seeds or args.fid_samples <= 0 or args.fid_runs <= 0 or (
-      args.num_steps is not None and args.num_steps <= 0):
-    parser.error('--seeds must name a seed; --fid_samples, --fid_runs, --num_steps must be > 0')
-  args.out = os.path.abspath(args.out or os.path.join(ROOT, 'workdir', 'seed_sweep', args.chain))
-  os.makedirs(args.out, exist_ok=True)
-  rows = []
-  for seed in seeds:
-    rows.append(sweep_seed(args, seed))
-    print(json.dumps(rows[-1]), flush=True)
-  print(table(rows))
-  with open(os.path.join(args.out, 'sweep.json'), 'w') as f:
-    json.dump(dict(chain=args.chain, num_steps=args.num_steps, override=args.override,
-                   fid_samples=args.fid_samples, fid_runs=args.fid_runs, rows=rows), f, indent=2)
-  print(f'written to {os.path.join(args.out, "sweep.json")}')
-  return 1 if any('failed' in r for r in rows) else 0
+    raise ValueError(f'--seeds must be comma-separated integers, not {",".join(FLAGS.seeds)}')
+  if not seeds or len(set(seeds)) != len(seeds):
+    raise ValueError('--seeds must name each seed once')
+  out = os.path.abspath(FLAGS.out or os.path.join('workdir', 'seed_sweep', FLAGS.chain))
+  options = lib.Options(out=out, seeds=tuple(seeds), jobs=FLAGS.jobs)
+  with workdir_lib.WorkdirLock(out, name='seed_sweep.lock', what='another seed sweep'):
+    records = runner_lib.Runner(build(seeds), options).run_all()
+    kind = CHAINS[FLAGS.chain][1]
+    rows = [row(out, s, records[f'{kind}_s{s}']) for s in seeds]
+    print(table(rows))
+    runner_lib.write_json(os.path.join(out, 'sweep.json'), dict(
+        chain=FLAGS.chain, num_steps=FLAGS.num_steps, override=FLAGS.override,
+        fid_samples=FLAGS.fid_samples, fid_runs=FLAGS.fid_runs, rows=rows))
+  print(f'written to {os.path.join(out, "sweep.json")}')
+
+
+def main(argv):
+  del argv
+  from tf_hat_ebm import errors  # pylint: disable=g-import-not-at-top
+  errors.main_guard(sweep, interrupted=lambda: 'interrupted; rerun the same command to resume')
 
 
 if __name__ == '__main__':
-  sys.exit(main())
+  cli.run(main)

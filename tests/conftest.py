@@ -1,6 +1,11 @@
 """Test setup: two logical CPU devices (for MirroredStrategy tests) and tiny configs."""
+import ast
+import contextlib
+import io
 import os
+import subprocess
 import tempfile
+from typing import Mapping
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 if os.environ.get('PYTEST_XDIST_WORKER'):
@@ -14,6 +19,7 @@ os.environ.setdefault('TF_HAT_EBM_CACHE', tempfile.mkdtemp(prefix='tf_hat_ebm_ca
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from tf_hat_ebm import cli  # noqa: E402
 from tf_hat_ebm import config as config_lib  # noqa: E402
 from tf_hat_ebm import registry  # noqa: E402
 from tpu_utils import use_logical_cpus  # noqa: E402
@@ -35,7 +41,10 @@ SMALL = {
     'training.sample_every': 4, 'training.num_grid_samples': 4,
     'perf.precision': 'float32',
 }
-# Each kind adds its own (registry.Kind.tiny: only a synthesis run uses its bank).
+# Each kind adds its own (its `tiny` hook, Tiny: only a synthesis run uses its bank).
+# A kind's `tiny` hook (registry.Kind.hooks): config overrides, dotted path -> value, that shrink a
+# run of the kind to seconds on top of SMALL.
+Tiny = Mapping[str, object]
 
 
 def load_config(experiment, *args):
@@ -69,7 +78,8 @@ def tiny(experiment='digits_synth', **overrides):
   The shrinking sets only the fields the config has; an override may add one.
   """
   config = load_config(experiment)
-  for path, value in {**SMALL, **registry.for_config(config).tiny}.items():
+  extra: Tiny = registry.for_config(config).hook('tiny', {})
+  for path, value in {**SMALL, **extra}.items():
     if _has(config, path):
       section, name = _parent(config, path)
       section[name] = value
@@ -104,3 +114,27 @@ def trained_workdir(tmp_path_factory):
   strategy = tf.distribute.get_strategy()
   Trainer(SynthesisTask(config, strategy), config, workdir, strategy, verbose=False).train(2)
   return workdir
+
+
+def script_call(script):
+  """The arguments of experiments/<script>'s one call, `cli.main(name, **keywords)`."""
+  with open(os.path.join(REPO, 'experiments', script)) as f:
+    tree = ast.parse(f.read())
+  call, = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+           and isinstance(n.func, ast.Attribute) and n.func.attr == 'main']
+  return ([ast.literal_eval(a) for a in call.args],
+          {k.arg: ast.literal_eval(k.value) for k in call.keywords})
+
+
+def run_command(script, *args):
+  """experiments/<script> with `args`, run in this process (its one call, cli.main): a
+  CompletedProcess with its exit code and what it printed."""
+  path = os.path.join(REPO, 'experiments', script)
+  positional, keywords = script_call(script)
+  out, err, code = io.StringIO(), io.StringIO(), 0
+  with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    try:
+      cli.main(*positional, argv=[path, *args], **keywords)
+    except SystemExit as e:
+      code = e.code if isinstance(e.code, int) else int(e.code is not None)
+  return subprocess.CompletedProcess([path, *args], code, out.getvalue(), err.getvalue())

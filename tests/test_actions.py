@@ -51,10 +51,13 @@ def training(**fields):
   return t
 
 
-def checkpoints(tmp_path, task, **fields):
+def checkpoints(tmp_path, task, hold=lambda: None, **fields):
+  """(the save policy, the resume policy, the step) over one run's checkpoints."""
   step = tf.Variable(0, dtype=tf.int64)
-  return actions.Checkpoints(task, step, str(tmp_path / 'checkpoints'), training(**fields),
-                             (1, 0, True), log=lambda m: None), step
+  t = training(**fields)
+  state = actions.Checkpoints(task, step, str(tmp_path / 'checkpoints'), t, (1, 0, True))
+  return (actions.Saves(state, t.checkpoint_every, t.archive_every, hold, log=lambda m: None),
+          actions.Resume(state, log=lambda m: None), step)
 
 
 def chunk(step, end=100, **metrics):
@@ -63,30 +66,42 @@ def chunk(step, end=100, **metrics):
 
 def test_checkpoints_save_when_due_restore_and_initialize_fresh_runs(tmp_path):
   task = FakeTask()
-  ckpt, step = checkpoints(tmp_path, task)
-  assert not ckpt.restore_or_initialize() and task.initialized == 1
+  saves, resume, step = checkpoints(tmp_path, task)
+  assert not resume.restore_or_initialize() and task.initialized == 1
   step.assign(1)
-  ckpt(chunk(1))
+  saves(chunk(1))
   assert not os.path.exists(tmp_path / 'checkpoints' / 'ckpt-1.index')  # not due
   step.assign(2)
-  ckpt(chunk(2))
-  assert ckpt.last_good.endswith('ckpt-2')
+  saves(chunk(2))
+  assert saves.checkpoints.last_good.endswith('ckpt-2')
   task.weight.assign([5.0, 6.0])
-  again, _ = checkpoints(tmp_path, task)
+  _, again, _ = checkpoints(tmp_path, task)
   assert again.restore_or_initialize() and again.resumed_at == 2
   np.testing.assert_array_equal(task.weight.numpy(), [1.0, 2.0])
 
 
 def test_checkpoints_are_held_back_and_never_non_finite(tmp_path):
   task = FakeTask()
-  ckpt, _ = checkpoints(tmp_path, task)
-  ckpt.hold_back = lambda: 'the guard counts'
-  ckpt(chunk(2))
+  reasons = ['the guard counts']
+  saves, _, _ = checkpoints(tmp_path, task, hold=lambda: reasons[0])
+  saves(chunk(2))
   assert not os.path.exists(tmp_path / 'checkpoints')
-  ckpt.hold_back = lambda: None
+  reasons[0] = None
   task.weight.assign([np.inf, 0.0])
   with pytest.raises(actions.DivergenceError, match='non-finite weights in weight at step 2'):
-    ckpt(chunk(2))
+    saves(chunk(2))
+
+
+def test_an_action_runs_when_its_condition_holds():
+  calls = []
+  action = actions.Conditional(actions.Every(4), calls.append)
+  assert action.intervals == (4,)
+  for step in (3, 4, 6, 7):
+    action(chunk(step, end=7))
+  assert [c.step for c in calls] == [4, 7]  # due, and the last step
+  never = actions.Conditional(actions.Every(0), calls.append)
+  never(chunk(8, end=8))
+  assert len(calls) == 2
 
 
 def guard_config(**guard):
@@ -97,8 +112,8 @@ def guard_config(**guard):
 
 def test_guard_stops_on_non_finite_metrics_and_on_a_runaway(tmp_path):
   task = FakeTask()
-  ckpt, _ = checkpoints(tmp_path, task)
-  guard = actions.Guard(task, guard_config(action='stop'), ckpt, log=lambda m: None)
+  saves, _, _ = checkpoints(tmp_path, task)
+  guard = actions.Guard(task, guard_config(action='stop'), saves.checkpoints, log=lambda m: None)
   with pytest.raises(actions.DivergenceError, match='non-finite hat_grad_norm at step 4'):
     guard(chunk(4, energy_diff=0.0, hat_grad_norm=np.nan))
   guard(chunk(6, energy_diff=500.0, hat_grad_norm=1.0))
@@ -109,11 +124,11 @@ def test_guard_stops_on_non_finite_metrics_and_on_a_runaway(tmp_path):
 
 def test_guard_rolls_back_with_lower_rates_and_a_fresh_stream(tmp_path):
   task = FakeTask()
-  ckpt, step = checkpoints(tmp_path, task)
-  ckpt.restore_or_initialize()
+  saves, resume, step = checkpoints(tmp_path, task)
+  resume.restore_or_initialize()
   step.assign(2)
-  ckpt.save(2)
-  guard = actions.Guard(task, guard_config(), ckpt, log=lambda m: None)
+  saves.checkpoints.save(2)
+  guard = actions.Guard(task, guard_config(), saves.checkpoints, log=lambda m: None)
   task.weight.assign([7.0, 7.0])
   step.assign(5)
   state = task.rng.state.numpy().copy()
@@ -132,9 +147,10 @@ def test_scalars_evaluation_and_grids_write_when_due(tmp_path):
   # A kind without an energy: the report draws the grids, no energy histograms.
   config = ml_collections.ConfigDict({'name': 'fake', 'experiment': 'sngan'})
   report = summaries.RunReport(task, config, str(tmp_path), writer)
-  scalars = actions.Scalars(task, report, every=4)
-  evaluation = actions.Evaluation(task, writer, every=4, log=lambda m: None)
-  grids = actions.Grids(task, report, every=4, num=4)
+  every = actions.Every(4)
+  scalars = actions.Conditional(every, actions.Scalars(task, report))
+  evaluation = actions.Conditional(every, actions.Evaluation(task, writer, log=lambda m: None))
+  grids = actions.Conditional(every, actions.Grids(task, report, num=4))
   for action in (scalars, evaluation, grids):
     action(chunk(3))
   assert task.evaluations == 0 and not os.path.exists(tmp_path / 'samples')

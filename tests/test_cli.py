@@ -1,44 +1,143 @@
-"""The command line: every --help answers fast without TensorFlow; the wheel's contents."""
+"""The command line: every --help answers fast without TensorFlow and names the program as typed;
+--config takes a shipped config's name; the console commands are library functions; the wheel."""
+import inspect
 import os
 import re
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 
-from conftest import REPO
+from tf_hat_ebm import cli
 
-# Each script with the flags its --help must list.
-SCRIPTS = {
-    'train.py': ['--config', '--workdir', '--checkpoint'],
-    'train_synthesis.py': ['--config', '--workdir', '--checkpoint'],
-    'train_refinement.py': ['--config', '--workdir', '--checkpoint'],
-    'evaluate_fid.py': ['--workdir', '--checkpoint', '--overwrite', '--num_samples'],
-    'evaluate_ood.py': ['--workdir', '--checkpoint', '--overwrite', '--sets'],
-    'export.py': ['--workdir', '--checkpoint', '--overwrite', '--output'],
-    'sample.py': ['--workdir', '--saved_model', '--checkpoint', '--overwrite'],
-    'compare_baselines.py': ['--workdir', '--checkpoint', '--overwrite'],
-    'import_release.py': ['--config', '--workdir', '--hat'],
+from conftest import REPO, script_call
+
+# Each command with flags its --help must list.
+FLAGS = {
+    'train': ['--config', '--workdir', '--checkpoint'],
+    'evaluate-fid': ['--workdir', '--checkpoint', '--overwrite', '--num_samples'],
+    'evaluate-ood': ['--workdir', '--checkpoint', '--overwrite', '--sets'],
+    'export': ['--workdir', '--checkpoint', '--overwrite', '--output'],
+    'sample': ['--workdir', '--saved_model', '--checkpoint', '--overwrite'],
+    'compare': ['--workdir', '--checkpoint', '--overwrite'],
+    'gallery': ['--workdir', '--out', '--overwrite'],
+    'import-release': ['--config', '--workdir', '--hat'],
 }
+# Every command's --help in one process whose tensorflow cannot be imported.
+HELP_WITHOUT_TF = r"""
+import sys
+from tf_hat_ebm import cli
+for name in cli.COMMANDS:
+  try:
+    cli.main(name, [f'tf-hat-ebm-{name}', '--help'])
+  except SystemExit as e:
+    assert e.code == 0, (name, e.code)
+  print('=' * 10)
+"""
 
 
-@pytest.mark.parametrize('script', sorted(SCRIPTS))
-def test_help_lists_flags_without_tensorflow(script, tmp_path):
-  # A tensorflow that cannot be imported: --help must answer before any import of it.
+def test_every_help_answers_without_tensorflow(tmp_path):
   (tmp_path / 'tensorflow').mkdir()
   (tmp_path / 'tensorflow' / '__init__.py').write_text('raise ImportError("tensorflow imported")')
   env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), REPO]))
   start = time.time()
-  result = subprocess.run([sys.executable, os.path.join(REPO, 'experiments', script), '--help'],
-                          capture_output=True, text=True, env=env, timeout=60)
+  result = subprocess.run([sys.executable, '-c', HELP_WITHOUT_TF], capture_output=True,
+                          text=True, env=env, timeout=60)
   elapsed = time.time() - start
   assert result.returncode == 0, result.stderr[-2000:]
-  for flag in SCRIPTS[script]:
-    listed = f'  {flag}:' in result.stdout or f'  --[no]{flag[2:]}:' in result.stdout
-    assert listed, (flag, result.stdout)
-  assert 'example:' in result.stdout and 'python experiments/' in result.stdout
+  pages = dict(zip(cli.COMMANDS, result.stdout.split('=' * 10)))
+  assert set(FLAGS) == set(pages)
+  for name, flags in FLAGS.items():
+    assert f'usage: tf-hat-ebm-{name} [flags]' in pages[name]
+    for flag in flags:
+      assert f'  {flag}:' in pages[name] or f'  --[no]{flag[2:]}:' in pages[name], (flag, name)
   assert elapsed < 10, elapsed  # about a second idle; generous for a loaded machine
+
+
+def help_page(name, argv0, capsys, *args, **keywords):
+  with pytest.raises(SystemExit) as exit_:
+    cli.main(name, [argv0, *args, '--help'], **keywords)
+  assert exit_.value.code == 0
+  return capsys.readouterr().out
+
+
+def test_help_names_the_program_as_typed_with_its_examples(capsys):
+  page = help_page('train', '/venv/bin/tf-hat-ebm-train', capsys)
+  assert page.startswith('usage: tf-hat-ebm-train [flags]\n')
+  assert '\n    tf-hat-ebm-train --config=digits_refine --workdir=workdir/digits_refine\n' in page
+  assert 'python' not in page and 'experiments/' not in page
+  shipped = page.split('shipped configs')[1]
+  for name in ('cifar10_synth', 'digits_refine', 'digits_synth', 'celeba_sngan'):
+    assert name in shipped
+  page = help_page('sample', 'experiments/sample.py', capsys)
+  assert page.startswith('usage: python experiments/sample.py [flags]\n')
+  assert '\n    python experiments/sample.py --workdir=workdir/digits_synth' in page
+  # A training script is the train command with its own default config.
+  page = help_page('train', 'experiments/train_retrofit.py', capsys,
+                   **script_call('train_retrofit.py')[1])
+  assert 'default digits_retrofit' in page
+
+
+def test_config_names_resolve_to_the_shipped_files(tmp_path):
+  shipped = os.path.join(REPO, 'experiments', 'configs')
+  assert cli.configs_dir() == shipped
+  assert cli.resolve_config(['p', '--config=cifar10_synth', '--config.seed=1']) == [
+      'p', f'--config={shipped}/cifar10_synth.py', '--config.seed=1']
+  assert cli.resolve_config(['p', '--config', 'digits_refine.py']) == [
+      'p', '--config', f'{shipped}/digits_refine.py']
+  mine = tmp_path / 'cifar10_synth.py'
+  mine.write_text('')
+  assert cli.config_path(str(mine)) == str(mine)  # a path that exists wins over a name
+  assert cli.config_path('none.py') == 'none.py'  # left to ml_collections' "No such file"
+  with pytest.raises(SystemExit):  # a name that is neither: the shipped names in one line
+    cli.config_path('cifar10_synthesis')
+  assert cli.config_path('some/dir/cifar10_synth.py') == 'some/dir/cifar10_synth.py'
+  assert 'digits_synth' in cli.config_names() and '__init__' not in cli.config_names()
+
+
+def test_a_shipped_config_by_name_is_loaded(monkeypatch):
+  seen = {}
+  monkeypatch.setattr(cli, 'COMMANDS', {**cli.COMMANDS, 'train': cli.dataclasses.replace(
+      cli.COMMANDS['train'], flow='test_cli:record')})
+  monkeypatch.setitem(sys.modules, 'test_cli', types.SimpleNamespace(
+      record=lambda **kw: seen.update(kw)))
+  cli.main('train', ['tf-hat-ebm-train', '--config=digits_refine', '--config.seed=3',
+                     '--workdir=w'])
+  assert seen['config'].name == 'digits_refine' and seen['config'].seed == 3
+  assert seen['workdir'] == 'w'
+
+
+def console_commands():
+  with open(os.path.join(REPO, 'pyproject.toml')) as f:
+    section = f.read().split('[project.scripts]')[1].split('\n[')[0]
+  return dict(re.findall(r'^(tf-hat-ebm-[\w-]+) = "tf_hat_ebm\.cli:(\w+)"$', section, re.M))
+
+
+def test_console_commands_are_library_functions_taking_their_flags():
+  commands = console_commands()
+  assert set(commands) == {f'tf-hat-ebm-{n}' for n in cli.COMMANDS} | {'tf-hat-ebm-reproduce'}
+  for name, command in cli.COMMANDS.items():
+    assert commands[f'tf-hat-ebm-{name}'] == name.replace('-', '_')
+    assert script_call(command.script)[0] == [name]  # the script is the same program
+    module, _, function = command.flow.partition(':')
+    parameters = inspect.signature(getattr(__import__(module, fromlist=[function]),
+                                           function)).parameters
+    fv = cli._define(command, ['x'])  # pylint: disable=protected-access
+    takes_rest = any(p.kind == p.VAR_KEYWORD for p in parameters.values())
+    for argument in cli.flow_arguments(fv):
+      assert argument in parameters or takes_rest, (name, argument)
+
+
+def test_reproduce_runs_the_reproduction_as_typed(monkeypatch):
+  seen = []
+  monkeypatch.setitem(sys.modules, 'tf_hat_ebm.reproduction', types.SimpleNamespace(
+      main=lambda argv: seen.append(argv) or 3))
+  monkeypatch.setattr(sys, 'argv', ['/venv/bin/tf-hat-ebm-reproduce', '--scale=digits'])
+  with pytest.raises(SystemExit) as exit_:
+    cli.reproduce()
+  assert exit_.value.code == 3 and seen == [['tf-hat-ebm-reproduce', '--scale=digits']]
 
 
 def test_wheel_declares_dependencies_scripts_and_configs(tmp_path):
@@ -61,8 +160,9 @@ def test_wheel_declares_dependencies_scripts_and_configs(tmp_path):
     assert f'Requires-Dist: {pin}' in meta, pin
   assert 'tf-hat-ebm-train = tf_hat_ebm.cli:train' in entry
   assert 'tf-hat-ebm-export = tf_hat_ebm.cli:export' in entry
-  assert 'tf_hat_ebm/experiments/configs/digits_synth.py' in names
-  assert 'tf_hat_ebm/experiments/export.py' in names
+  assert 'tf-hat-ebm-gallery = tf_hat_ebm.cli:gallery' in entry
+  assert 'tf_hat_ebm/configs/digits_synth.py' in names  # --config=digits_synth in a wheel
+  assert not [n for n in names if 'experiments' in n]  # the scripts are a checkout's
   for root, _, files in os.walk(os.path.join(REPO, 'tf_hat_ebm')):
     if '__init__.py' in files:  # every subpackage is listed in pyproject.toml
       rel = os.path.relpath(os.path.join(root, '__init__.py'), REPO).replace(os.sep, '/')

@@ -4,7 +4,7 @@ import os
 import pytest
 
 from tf_hat_ebm import registry
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import trainer as trainer_lib
 
 from conftest import CONFIGS
 from conftest import load_config as load
@@ -14,7 +14,7 @@ from conftest import load_config as load
                                         if f.endswith('.py') and not f.startswith('_')))
 def test_config_loads_and_validates(name):
   config = load(name)
-  run_lib.validate(config)
+  trainer_lib.validate(config)
   assert config.name == name
 
 
@@ -50,7 +50,7 @@ def test_tiny_shrinks_each_kind_and_takes_both_override_forms(tiny):
   assert (joint.optim.hat_lr, joint.ddls.steps) == (1e-3, 2) and 'bank_size' not in joint.training
   autoencoder = tiny('digits_autoencoder')
   assert (autoencoder.model.enc_width, autoencoder.training.eval_every) == (8, 2)
-  run_lib.validate(synth)
+  trainer_lib.validate(synth)
 
 
 CONFIG_FILES = sorted(f[:-3] for f in os.listdir(CONFIGS)

@@ -9,7 +9,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from tf_hat_ebm import data
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import errors
 
 from conftest import tiny
 
@@ -131,7 +131,7 @@ def offline_cifar10(tmp_path):
 def assert_fast_one_line_download_error(cfg, capsys, reason):
   start = time.monotonic()
   with pytest.raises(SystemExit) as exit_info:
-    run_lib.main_guard(lambda: data.train_dataset(cfg, 4))
+    errors.main_guard(lambda: data.train_dataset(cfg, 4))
   elapsed = time.monotonic() - start
   err = capsys.readouterr().err
   # A download that started shows tfds's progress bars first; the error is the last line.

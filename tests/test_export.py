@@ -9,9 +9,9 @@ import pytest
 
 import tf_hat_ebm
 from tf_hat_ebm import export
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 
-from conftest import REPO
+from conftest import run_command
 
 # Runs in a fresh interpreter, outside the repository and without PYTHONPATH: TensorFlow and
 # tensorflow_hub only.
@@ -61,6 +61,17 @@ out['assets'] = sorted(__import__('os').listdir(path + '/assets'))
 layer = hub.KerasLayer(path, signature='energy', output_key='energy')
 inputs = tf.keras.Input([16, 16, 1])
 out['keras_energy'] = tf.keras.Model(inputs, layer(inputs))(images).numpy().tolist()
+# The reusable SavedModel API: no signature named, the parameters counted.
+default = hub.KerasLayer(path)
+keras_model = tf.keras.Model(inputs, default(inputs))
+out['keras_default'] = keras_model(images).numpy().tolist()
+out['keras_params'] = int(keras_model.count_params())
+loaded = tf.saved_model.load(path)
+out['call'] = loaded(tf.constant(images)).numpy().tolist()
+out['serving_default'] = loaded.signatures['serving_default'](images=tf.constant(images))[
+    'energy'].numpy().tolist()
+out['variables'] = [len(loaded.variables), len(loaded.trainable_variables),
+                    len(loaded.regularization_losses)]
 out['project_imported'] = any(m.startswith('tf_hat_ebm') for m in sys.modules)
 print(json.dumps(out))
 '''
@@ -68,7 +79,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope='module')
 def exported(trained_workdir, tmp_path_factory):
-  run = runs.load_run(trained_workdir)
+  run = trained_run.load_run(trained_workdir)
   module = export.build_module(run)
   path = str(tmp_path_factory.mktemp('export') / 'saved_model')
   export.save(module, path)
@@ -81,10 +92,12 @@ def test_round_trip_in_a_process_without_project_code(exported, tmp_path):
   images = np.random.RandomState(0).uniform(-1, 1, [5, 16, 16, 1]).astype(np.float32)
   np.save(tmp_path / 'images.npy', images)
   env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
-  env['TF_CPP_MIN_LOG_LEVEL'] = '3'
+  env['TF_CPP_MIN_LOG_LEVEL'] = '2'  # errors only
   result = subprocess.run([sys.executable, '-c', LOADER, path, str(tmp_path / 'images.npy')],
                           capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=300)
   assert result.returncode == 0, result.stderr[-3000:]
+  # No graph optimizer error on the first calls (the oneDNN remapper once failed on H's blocks).
+  assert 'grappler' not in result.stderr and 'remapper' not in result.stderr, result.stderr
   out = json.loads(result.stdout.strip().splitlines()[-1])
   assert not out['project_imported']
   expected_energy = run.model.hat(images).numpy()
@@ -106,9 +119,17 @@ def test_round_trip_in_a_process_without_project_code(exported, tmp_path):
     assert meta['config'] == json.loads(run.config.to_json_best_effort())
     card = meta['card']
     assert f'| training step | {run.step} |' in card and 'NeurIPS 2022' in card
+    assert '## License\n\nApache-2.0' in card and export.BIBTEX in card
+    assert '## Limitations' in card and 'tensorflow_hub.KerasLayer(PATH)' in card
     assert all(f'`{fn}(' in card for fn in ('sample', 'sample_path', 'energy'))
   assert out['assets'] == ['README.md', 'config.json']
   np.testing.assert_allclose(out['keras_energy'], expected_energy, atol=1e-5, rtol=1e-5)
+  for key in ('keras_default', 'call', 'serving_default'):
+    np.testing.assert_allclose(out[key], expected_energy, atol=1e-5, rtol=1e-5)
+  hat_params = sum(int(np.prod(v.shape)) for v in run.model.hat.variables)
+  assert out['keras_params'] == hat_params > 0
+  assert out['variables'] == [len(run.model.hat.variables),
+                              len(run.model.hat.trainable_variables), 0]
 
 
 def test_samples_and_path_agree_in_process(exported):
@@ -124,11 +145,13 @@ def test_samples_and_path_agree_in_process(exported):
   np.testing.assert_array_equal(path['residuals'][0], np.zeros([4, 16, 16, 1]))  # Y0 = 0
 
 
-@pytest.mark.slow
 def test_export_script_rejects_missing_checkpoint(tmp_path):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
-  result = subprocess.run([sys.executable, os.path.join(REPO, 'experiments', 'export.py'),
-                           f'--workdir={tmp_path}'], capture_output=True, text=True, env=env,
-                          timeout=300)
+  result = run_command('export.py', f'--workdir={tmp_path}')
   assert result.returncode == 1
   assert result.stderr.strip().splitlines()[-1].startswith('error: no config.json in workdir')
+
+
+def test_the_model_card_says_which_fid_it_measured():
+  assert 'NOT Inception FID' in export.fid_features_note('classifier_0123abcd')
+  assert 'Inception pool3' in export.fid_features_note('inception_v1')
+  assert '2210.16486' in export.BIBTEX and export.RELEASE_URL.endswith('point0bar1/hat-ebm')

@@ -1,19 +1,17 @@
 """FID: TF-GAN's distance against closed forms and SciPy, features, caching, the Inception error."""
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import scipy.linalg
 import tensorflow as tf
 
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import export
 from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
 
-from conftest import REPO, tiny
+from conftest import run_command, tiny
 
 
 def scipy_fid(a, b):
@@ -68,7 +66,7 @@ def test_inception_input_is_tf_gan_preprocessing():
 
 
 def test_sample_fids_stream_batches_and_repeat_runs(trained_workdir):
-  module = export.build_module(runs.load_run(trained_workdir))
+  module = export.build_module(trained_run.load_run(trained_workdir))
   seen = []
 
   def feature_net(images):  # records batch sizes: samples arrive batch by batch
@@ -121,14 +119,9 @@ def test_score_table_is_one_markdown_format():
                    '| data    | 3.00         | -          |']
 
 
-@pytest.mark.slow
 def test_script_stops_with_the_inception_message(trained_workdir, tmp_path):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
-  result = subprocess.run(
-      [sys.executable, os.path.join(REPO, 'experiments', 'evaluate_fid.py'),
-       f'--workdir={trained_workdir}', '--feature_net=inception',
-       f'--inception_path={tmp_path / "missing"}'],
-      capture_output=True, text=True, env=env, timeout=300)
+  result = run_command('evaluate_fid.py', f'--workdir={trained_workdir}', '--feature_net=inception',
+                       f'--inception_path={tmp_path / "missing"}')
   assert result.returncode == 1
   last = result.stderr.strip().splitlines()[-1]
   assert last.startswith('error: cannot load the Inception network') and '--inception_path' in last

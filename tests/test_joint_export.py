@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import export
 from tf_hat_ebm.tasks.joint import JointTask
 from tf_hat_ebm.trainer import Trainer
@@ -23,7 +23,7 @@ def test_joint_export_round_trip_with_refine(saved_decoder, tmp_path):  # noqa: 
   strategy = tf.distribute.get_strategy()
   workdir = str(tmp_path / 'run')
   Trainer(JointTask(config, strategy), config, workdir, strategy, verbose=False).train(2)
-  run = runs.load_run(workdir)
+  run = trained_run.load_run(workdir)
   module = export.build_module(run)
   latents = tf.random.stateless_normal([3, 4], [0, 1])
   first = module.refine(latents)

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import export
+from tf_hat_ebm import flops
 from tf_hat_ebm import registry
 from tf_hat_ebm.trainer import Trainer
 
@@ -42,7 +43,7 @@ def test_a_kind_from_two_files_trains_with_a_frozen_generator(toy_run):
 
 def test_a_kind_from_two_files_samples_and_exports(toy_run, tmp_path):
   workdir = toy_run[0]
-  run = runs.load_run(workdir)
+  run = trained_run.load_run(workdir)
   assert run.step == 4 and run.config.experiment == 'toykind.frozen_synthesis'
   module = export.build_module(run)
   first = module.sample(num_samples=3, seed=5)['images'].numpy()
@@ -54,12 +55,17 @@ def test_a_kind_from_two_files_samples_and_exports(toy_run, tmp_path):
 
 def test_flop_formulas_come_from_the_kind():
   h, g, batch, steps = 10, 5, 2, 3
+
+  def step_flops(kind):
+    return flops.step_flops(registry.get(kind), None, h, g, batch, steps)
+
   # the toy: chain 2KBh + Bg, EBM update 6Bh, no generator update
-  assert registry.get('toykind.frozen_synthesis').step_flops(None, h, g, batch, steps) == (
+
+  assert step_flops('toykind.frozen_synthesis') == (
       2 * 3 * 2 * 10 + 2 * 5 + 6 * 2 * 10, 2 * 3 * 2 * 10 + 2 * 5)
   # synthesis adds the generator's update: 4Bg in all
-  assert registry.get('synthesis').step_flops(None, h, g, batch, steps)[0] == 120 + 120 + 40
-  assert registry.get('sngan').step_flops(None, h, g, batch, steps) is None
+  assert step_flops('synthesis')[0] == 120 + 120 + 40
+  assert step_flops('sngan') is None
 
 
 def test_structural_fields_are_the_kinds():

@@ -1,7 +1,7 @@
 """One sampling chain: what evaluation and export sample is the training config's sampling chain.
 
 For every task kind with a chain (synthesis, refinement, retrofit), a trained workdir is loaded the
-way every evaluation script loads it (runs.load_run, the registry's inference model), its
+way every evaluation script loads it (trained_run.load_run, the registry's inference model), its
 export module is saved and reloaded, and the samples of one seed are compared with the training
 task's own chain on `config.sampling` from the same seed.
 """
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import export
 from tf_hat_ebm import registry
 from tf_hat_ebm import workdir as workdir_lib
@@ -37,7 +37,7 @@ def training_chain(task, seed=SEED, num=NUM):
 
 
 def assert_exported_chain_is_the_training_chain(task, workdir, tmp_path):
-  run = runs.load_run(workdir, trust_code=True)  # a factory generator is code: ours
+  run = trained_run.load_run(workdir, trust_code=True)  # a factory generator is code: ours
   assert run.model.sampling == task.sampling_settings
   module = export.build_module(run)
   assert module.precision.numpy().decode() == run.model.precision == task.precision
@@ -102,4 +102,4 @@ def test_kinds_without_a_chain_are_not_loaded_for_sampling(experiment, tmp_path)
   workdir_lib.write_config(str(tmp_path), config)  # refused on its kind, before any checkpoint
   with pytest.raises(ValueError, match=f"holds a '{config.experiment}' run; loadable experiments: "
                      'joint, synthesis'):
-    runs.load_run(str(tmp_path))
+    trained_run.load_run(str(tmp_path))

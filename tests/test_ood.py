@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import export
 from tf_hat_ebm.evaluation import ood
 
@@ -64,7 +64,7 @@ def test_evaluate_with_a_fixed_energy_gives_the_pinned_aurocs():
 
 
 def test_evaluate_a_trained_tiny_model_gives_the_pinned_aurocs(trained_workdir):
-  run = runs.load_run(trained_workdir)
+  run = trained_run.load_run(trained_workdir)
   module = export.build_module(run)
   result = ood.evaluate(lambda x: module.energy(x)['energy'], run.config.data,
                         ['inverted_digits', 'uniform_noise'], num=20, batch_size=8, verbose=False)
@@ -87,3 +87,28 @@ def test_resampled_digits_use_the_other_upscaling_than_the_data():
   smooth = ood.offline_set('resampled_digits', cfg, 5)
   assert not np.array_equal(smooth[:, ::2, ::2], smooth[:, 1::2, 1::2])
   assert smooth.shape == blocky.shape == (5, 16, 16, 1)
+
+
+def test_a_model_of_digits_0_to_4_is_scored_on_5_to_9():
+  from tf_hat_ebm import data as data_lib  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm import validation  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.evaluation import features, fid  # pylint: disable=g-import-not-at-top
+  cfg = tiny(**{'data.classes': (0, 1, 2, 3, 4)}).data
+  _, labels = data_lib.digits_arrays('test')
+  low, high = int(np.sum(labels < 5)), int(np.sum(labels >= 5))
+  in_distribution = np.concatenate(list(data_lib.eval_dataset(cfg, 'test', 500)))
+  others = ood.offline_set('other_digits', cfg, 10_000)
+  assert len(in_distribution) == low and len(others) == high and low + high == 297
+  assert ood.default_sets(cfg)[-1] == 'other_digits'
+  assert 'other_digits' not in ood.default_sets(tiny().data)
+  with pytest.raises(ValueError, match='other_digits needs a model of some of the digits'):
+    ood.offline_set('other_digits', tiny().data, 5)
+  # The feature classifier still learns every class; the data statistics are the model's labels'.
+  images, all_labels = features.labelled_arrays(cfg, 'test')
+  assert len(images) == len(all_labels) == 297
+  net = type('Net', (), {'name': 'n'})()
+  assert fid.stats_path('c', cfg, 'test', net) != fid.stats_path('c', tiny().data, 'test', net)
+  for data_name, classes in (('digits', (3, 12)), ('cifar10', (0,))):
+    config = tiny(**{'data.classes': classes, 'data.name': data_name})
+    with pytest.raises(validation.ConfigError, match='data.classes must be digit labels 0-9'):
+      validation.validate(config)

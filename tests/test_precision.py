@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import generators
 from tf_hat_ebm import nets
-from tf_hat_ebm import run_info
+from tf_hat_ebm import run_record
 from tf_hat_ebm.tasks.joint import JointTask
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import Trainer
@@ -164,16 +164,16 @@ def test_unreadable_run_record_is_a_clear_error_and_kept(tmp_path):
 
 def test_step_split_counts_the_first_calls_extra_time_outside():
   # First call: 10 steps + 3 s of tracing; then 0.1 s per step.
-  assert run_info.step_split([(4.0, 10), (1.0, 10), (2.0, 20)]) == pytest.approx((4.0, 3.0))
-  assert run_info.step_split([(4.0, 10)]) == (4.0, 0.0)
-  assert run_info.step_split([]) == (0.0, 0.0)
-  run = run_info.Run('/nonexistent', write=False, log=lambda _: None)
+  assert run_record.step_split([(4.0, 10), (1.0, 10), (2.0, 20)]) == pytest.approx((4.0, 3.0))
+  assert run_record.step_split([(4.0, 10)]) == (4.0, 0.0)
+  assert run_record.step_split([]) == (0.0, 0.0)
+  run = run_record.Run('/nonexistent', write=False, log=lambda _: None)
   run.process_start, run.train_start = 100.0, 105.0
   run.chunks = [(4.0, 10), (1.0, 10), (2.0, 20)]
   s = run.summary(now=110.0)
   assert (s['wall_s'], s['wall_from'], s['train_wall_s'], s['steps']) == (10.0, 'process', 5.0, 40)
   assert s['step_fraction'] == pytest.approx(0.4) and s['ms_per_step'] == pytest.approx(100.0)
-  line = run_info.summary_line(s)
+  line = run_record.summary_line(s)
   assert line.startswith('wall time 10.0 s (since the process started); training steps 4.0 s = '
                          '40.0% (40 steps, 100.0 ms each)')
 
@@ -198,7 +198,7 @@ def test_script_runs_in_the_precision_of_this_cpu_and_says_so(tmp_path):
 @pytest.mark.slow
 def test_a_synthesis_run_imports_no_other_experiments_libraries():
   # TF-GAN and TF Probability (SN-GAN's) cost seconds of start-up a synthesis run does not need.
-  code = ('import sys; from tf_hat_ebm import run_lib, registry; '
+  code = ('import sys; from tf_hat_ebm import trainer, registry; '
           'cls = registry.get("synthesis").task_class(); '
           'print(cls.__name__, sorted(m for m in ("tensorflow_gan", "tensorflow_probability") '
           'if m in sys.modules))')

@@ -1,6 +1,5 @@
 """Joint Hat EBM over a frozen generator the project did not define (SavedModel, factory)."""
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -106,7 +105,7 @@ def test_divergence_rollback_serves_the_joint_task_too(saved_decoder, tmp_path):
 
 def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved_decoder,
                                                                            tmp_path):
-  from tf_hat_ebm import runs  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm import trained_run  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm import digits_eval  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import compare  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import features  # pylint: disable=g-import-not-at-top
@@ -115,7 +114,7 @@ def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved
   workdir = str(tmp_path / 'run')
   Trainer(joint.JointTask(config, strategy), config, workdir, strategy,
           verbose=False).train(2)
-  run = runs.load_run(workdir)
+  run = trained_run.load_run(workdir)
   assert run.step == 2
   task = run.model
   sampler = compare.make_sampler(run)
@@ -146,8 +145,7 @@ def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved
 def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path):
   """Table 2 in one command: G(Z0), DDLS and the Hat EBM with the same feature network."""
   import json  # pylint: disable=g-import-not-at-top
-  import subprocess  # pylint: disable=g-import-not-at-top
-  from conftest import REPO  # pylint: disable=g-import-not-at-top
+  from conftest import run_command  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.tasks import sngan  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import features  # pylint: disable=g-import-not-at-top
   strategy = tf.distribute.get_strategy()
@@ -163,12 +161,8 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
 
   def evaluate_fid(workdir):
     """(stdout, table rows) of evaluate_fid.py on `workdir`; it must exit 0."""
-    out = subprocess.run(
-        [sys.executable, os.path.join(REPO, 'experiments', 'evaluate_fid.py'),
-         f'--workdir={workdir}', '--num_samples=20', '--runs=2', '--batch_size=10',
-         f'--feature_cache_dir={cache}'],
-        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
-        timeout=600)
+    out = run_command('evaluate_fid.py', f'--workdir={workdir}', '--num_samples=20', '--runs=2',
+                      '--batch_size=10', f'--feature_cache_dir={cache}')
     assert out.returncode == 0, out.stderr[-2000:]
     return out, [line for line in out.stdout.splitlines() if line.startswith('| ')]
 

@@ -5,20 +5,18 @@ networks of every class saved in its checkpoint format, with their outputs on fi
 """
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import langevin
 from tf_hat_ebm import nets
 from tf_hat_ebm import release_import
 
-from conftest import CONFIGS
 from conftest import REPO
+from conftest import run_command
 from conftest import load_config
 
 RELEASE = os.path.join(REPO, 'tests', 'data', 'release_nets')
@@ -118,7 +116,7 @@ def test_imported_workdir_restores_the_release_networks(tmp_path, name, generato
   workdir = str(tmp_path / 'run')
   release_import.import_release(config, workdir, release_path('hat32'),
                                 **{kind: release_path(generator)})
-  run = runs.load_run(workdir)
+  run = trained_run.load_run(workdir)
   assert run.step == config.training.num_steps
   assert run.config.experiment == config.experiment
   assert_reproduces('hat32', run.model.hat)
@@ -138,15 +136,11 @@ def test_a_failed_joint_import_writes_nothing(tmp_path):
   assert not os.path.exists(tmp_path / 'run')
 
 
-@pytest.mark.slow
 def test_command_line_error_is_one_line(tmp_path):
-  result = subprocess.run(
-      [sys.executable, os.path.join(REPO, 'experiments', 'import_release.py'),
-       f'--config={os.path.join(CONFIGS, "cifar10_synth.py")}', '--config.model.hat_width=16',
-       '--config.model.gen_width=16', f'--hat={release_path("hat32")}',
-       f'--generator={release_path("gen32")}', f'--workdir={tmp_path / "run"}'],
-      capture_output=True, text=True, check=False, cwd=REPO,
-      env={**os.environ, 'PYTHONPATH': REPO})
+  result = run_command(
+      'import_release.py', '--config=cifar10_synth', '--config.model.hat_width=16',
+      '--config.model.gen_width=16', f'--hat={release_path("hat32")}',
+      f'--generator={release_path("gen32")}', f'--workdir={tmp_path / "run"}')
   assert result.returncode == 1
   assert result.stderr.strip().splitlines()[-1] == (
       f'error: {release_path("hat32")}: conv_1/conv_1/kernel has shape [3, 3, 3, 32]; '

@@ -19,17 +19,19 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import export
 from tf_hat_ebm import registry
 from tf_hat_ebm import generators
+from tf_hat_ebm import errors
 from tf_hat_ebm import outputs
 from tf_hat_ebm import run_lib
+from tf_hat_ebm import trainer as trainer_lib
 from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm import workdir as workdir_lib
 from tpu_utils.strategy import check_batch_split
 
-from conftest import REPO, tiny
+from conftest import REPO, run_command, tiny
 
 TINY = ['--config.model.hat_width=8', '--config.model.gen_width=8', '--config.model.z_dim=4',
         '--config.langevin.steps=2', '--config.sampling.steps=2',
@@ -101,7 +103,6 @@ CASES = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize('case', sorted(CASES))
 def test_script_failure_is_one_line_naming_the_cause(case, trained_workdir, damaged, tmp_path):
   name, args, texts = CASES[case]
@@ -109,7 +110,7 @@ def test_script_failure_is_one_line_naming_the_cause(case, trained_workdir, dama
   (tmp_path / 'sm').mkdir()
   (tmp_path / 'sm' / 'saved_model.pb').write_bytes(b'\x08\x01garbage')
   before = sorted(os.listdir(trained_workdir))
-  result = script(name, *[a.format(**fill) for a in args])
+  result = run_command(name, *[a.format(**fill) for a in args])
   assert_one_line_error(result, *[t.format(**fill) for t in texts])
   # Nothing half-written: no output directory, no training workdir, the trained run untouched.
   assert not os.path.exists(tmp_path / 's') and not os.path.exists(tmp_path / 'e')
@@ -117,16 +118,15 @@ def test_script_failure_is_one_line_naming_the_cause(case, trained_workdir, dama
   assert sorted(os.listdir(trained_workdir)) == before
 
 
-@pytest.mark.slow
 def test_sample_refuses_a_used_output_and_overwrite_leaves_no_stale_grid(trained_workdir, tmp_path):
   out = tmp_path / 'out'
   out.mkdir()
   for name in ('samples_000.png', 'samples_001.png', 'samples_002.png', 'notes.txt'):
     (out / name).write_bytes(b'old')
   args = [f'--workdir={trained_workdir}', f'--output={out}', '--num_samples=3', '--path_chains=2']
-  assert_one_line_error(script('sample.py', *args), f'--output={out}', '--overwrite')
+  assert_one_line_error(run_command('sample.py', *args), f'--output={out}', '--overwrite')
   assert (out / 'samples_000.png').read_bytes() == b'old'  # refused: nothing touched
-  result = script('sample.py', *args, '--overwrite', '--checkpoint=2')
+  result = run_command('sample.py', *args, '--overwrite', '--checkpoint=2')
   assert result.returncode == 0, result.stderr[-2000:]
   # The earlier files were not written by sample.py (no manifest lists them): all kept.
   assert sorted(os.listdir(out)) == [
@@ -165,12 +165,12 @@ def test_state_file_loss_names_the_checkpoints_instead_of_train_first(trained_wo
   os.remove(ckpt_dir / 'checkpoint')
   with pytest.raises(ValueError, match=r'state file .*checkpoint is missing or unreadable, but '
                                        r'ckpt-2 exist: pass --checkpoint=2'):
-    runs.load_run(str(tmp_path / 'w'))
-  run = runs.load_run(str(tmp_path / 'w'), checkpoint=2)
+    trained_run.load_run(str(tmp_path / 'w'))
+  run = trained_run.load_run(str(tmp_path / 'w'), checkpoint=2)
   assert run.step == 2 and run.checkpoint == str(ckpt_dir / 'ckpt-2')
-  assert runs.load_run(str(tmp_path / 'w'), checkpoint=str(ckpt_dir / 'ckpt-2')).step == 2
+  assert trained_run.load_run(str(tmp_path / 'w'), checkpoint=str(ckpt_dir / 'ckpt-2')).step == 2
   with pytest.raises(ValueError, match=r'--checkpoint=5: no checkpoint .*ckpt-5.*: ckpt-2$'):
-    runs.load_run(str(tmp_path / 'w'), checkpoint=5)
+    trained_run.load_run(str(tmp_path / 'w'), checkpoint=5)
 
 
 def test_list_checkpoints_reads_index_files_only(tmp_path):
@@ -382,36 +382,27 @@ def test_samples_stream_to_disk_in_batches(tmp_path):
 
 
 # Runs experiments/export.py with tf.saved_model.save failing half-way through its write.
-FAILING_SAVE = r'''
-import os, runpy, sys
-import tensorflow as tf
-error = sys.argv.pop(1)
-def save(module, output_dir, **kwargs):
-  os.makedirs(os.path.join(output_dir, 'variables'))
-  with open(os.path.join(output_dir, 'variables', 'variables.data-00000-of-00001'), 'wb') as f:
-    f.write(b'half')
-  if error == 'disk_full':
-    raise tf.errors.ResourceExhaustedError(None, None, 'No space left on device')
-  raise KeyboardInterrupt
-tf.saved_model.save = save
-sys.argv[0] = os.path.join(os.environ['PYTHONPATH'], 'experiments', 'export.py')
-runpy.run_path(sys.argv[0], run_name='__main__')
-'''
-
-
-@pytest.mark.slow
 @pytest.mark.parametrize('error,code,text', [('disk_full', 1, 'out of space or memory'),
                                              ('interrupt', 130, 'interrupted')])
 def test_failed_export_removes_its_staging_dir_and_keeps_the_old_export(
-    error, code, text, trained_workdir, tmp_path):
+    error, code, text, trained_workdir, tmp_path, monkeypatch):
   output = tmp_path / 'export'
   (output / 'variables').mkdir(parents=True)
   for name in ('saved_model.pb', 'variables/variables.index'):
     (output / name).write_bytes(b'old ' + name.encode())
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', PYTHONPATH=REPO)
-  command = [sys.executable, '-c', FAILING_SAVE, error, f'--workdir={trained_workdir}',
-             f'--output={output}', '--overwrite']
-  result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+
+  def save(module, output_dir, **kwargs):  # a save that fails half-way
+    del module, kwargs
+    os.makedirs(os.path.join(output_dir, 'variables'))
+    with open(os.path.join(output_dir, 'variables', 'variables.data-00000-of-00001'), 'wb') as f:
+      f.write(b'half')
+    if error == 'disk_full':
+      raise tf.errors.ResourceExhaustedError(None, None, 'No space left on device')
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(tf.saved_model, 'save', save)
+  result = run_command('export.py', f'--workdir={trained_workdir}', f'--output={output}',
+                       '--overwrite')
   assert_one_line_error(result, text, code=code)
   assert sorted(os.listdir(tmp_path)) == ['export']  # no export.export-tmp left behind
   assert sorted(os.listdir(output)) == ['saved_model.pb', 'variables']
@@ -437,7 +428,7 @@ def test_result_file_is_never_replaced_by_nan_or_silently(tmp_path):
 # ---- SavedModel inputs --------------------------------------------------------------------------
 @pytest.fixture(scope='module')
 def module(trained_workdir):
-  return export.build_module(runs.load_run(trained_workdir))
+  return export.build_module(trained_run.load_run(trained_workdir))
 
 
 @pytest.mark.parametrize('num, message', [(2**32 + 4, 'num_samples must be <= 2147483647'),
@@ -480,11 +471,11 @@ def test_foreign_saved_model_is_named(tmp_path):
 def test_range_checks_name_the_config_field(field, value):
   config = tiny(**{field: value})
   with pytest.raises(ValueError, match=rf'^config field {field} must be'):
-    run_lib.validate(config)
+    trainer_lib.validate(config)
 
 
 def test_range_checks_accept_sampling_without_steps():
-  run_lib.validate(tiny(**{'sampling.steps': 0}))
+  trainer_lib.validate(tiny(**{'sampling.steps': 0}))
 
 
 def test_batch_split_rejects_non_positive_batches(two_replicas):
@@ -510,7 +501,7 @@ def raise_(error):
     (ValueError('first\nsecond'), 1, 'first')])
 def test_main_guard_one_line_and_exit_code(capsys, error, code, text):
   with pytest.raises(SystemExit) as exit_info:
-    run_lib.main_guard(raise_(error), interrupted=lambda: 'interrupted at the test')
+    errors.main_guard(raise_(error), interrupted=lambda: 'interrupted at the test')
   assert exit_info.value.code == code
   err = capsys.readouterr().err
   assert err.count('\n') == 1 and err.startswith('error: ') and text in err
@@ -520,7 +511,7 @@ def test_main_guard_one_line_and_exit_code(capsys, error, code, text):
                                    IndexError('a bug')])
 def test_main_guard_keeps_genuine_bugs_as_tracebacks(error):
   with pytest.raises(type(error)):
-    run_lib.main_guard(raise_(error))
+    errors.main_guard(raise_(error))
 
 
 # ---- generator factories ------------------------------------------------------------------------
@@ -563,8 +554,8 @@ def pinned_refinement(tmp_path_factory):
   os.chdir(root)  # a relative generator.path: recorded absolute
   try:
     config = tiny('digits_refine', **{'generator.path': 'gan', 'model.disc_width': 8})
-    run_lib.train(config, refine, strategy, num_steps=2,
-                  verbose=False)
+    trainer_lib.train(config, refine, strategy, num_steps=2,
+                      verbose=False)
   finally:
     os.chdir(cwd)
   Trainer(sngan.SNGANTask(gan_config, strategy), gan_config, gan, strategy,
@@ -574,10 +565,10 @@ def pinned_refinement(tmp_path_factory):
 
 def test_joint_run_records_its_generator_and_loads_exactly_that(pinned_refinement):
   gan, refine, gan_config = pinned_refinement
-  saved = runs.load_config(refine).generator
+  saved = trained_run.load_config(refine).generator
   assert saved.path == gan and saved.checkpoint == 2 and len(saved.fingerprint) == 16
   assert checkpoints.list_checkpoints(os.path.join(gan, 'checkpoints'))[-1] == 4
-  run = runs.load_run(refine)  # the SN-GAN's latest is ckpt-4: ckpt-2 is loaded
+  run = trained_run.load_run(refine)  # the SN-GAN's latest is ckpt-4: ckpt-2 is loaded
   pinned, _ = generators.load_sngan(gan, gan_config, checkpoint=2)
   z = tf.random.normal([2, 4])
   np.testing.assert_array_equal(run.model.generator(z).numpy(), pinned(z).numpy())
@@ -589,8 +580,8 @@ def test_resume_over_another_generator_checkpoint_names_both(pinned_refinement):
                                     'model.disc_width': 8, 'generator.checkpoint': 4})
   with pytest.raises(ValueError, match=r'made with the generator sngan .*gan ckpt-2; this '
                      r'config asks for sngan .*gan ckpt-4'):
-    run_lib.train(config, refine, tf.distribute.get_strategy(),
-                  num_steps=4, verbose=False)
+    trainer_lib.train(config, refine, tf.distribute.get_strategy(),
+                      num_steps=4, verbose=False)
 
 
 def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tmp_path):
@@ -605,8 +596,8 @@ def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tm
     json.dump(config, f)
   with pytest.raises(ValueError, match='weights [0-9a-f]{16}, but this run was made with weights '
                      '0123456789abcdef'):
-    runs.load_run(copy)
-  run = runs.load_run(copy, allow_other_generator=True)
+    trained_run.load_run(copy)
+  run = trained_run.load_run(copy, allow_other_generator=True)
   # The trained weights stay the run's record; the substitute's are recorded beside them.
   assert run.step == 2 and run.config.generator.fingerprint == '0123456789abcdef'
   assert re.fullmatch('[0-9a-f]{16}', run.other_generator)
@@ -614,7 +605,8 @@ def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tm
   assert json.loads(card['config.json'])['generator']['fingerprint'] == '0123456789abcdef'
   assert (f'| generator | trained with weights 0123456789abcdef; this export uses other weights '
           f'{run.other_generator} (--allow_other_generator) |') in card['README.md']
-  assert runs.load_run(refine, allow_other_generator=True).other_generator is None  # the same
+  # The same weights: no substitute recorded.
+  assert trained_run.load_run(refine, allow_other_generator=True).other_generator is None
 
 
 def test_a_moved_or_trained_on_generator_names_this_commands_flags(pinned_refinement, tmp_path,
@@ -629,22 +621,22 @@ def test_a_moved_or_trained_on_generator_names_this_commands_flags(pinned_refine
     json.dump(config, f)
   with pytest.raises(ValueError, match=r'ckpt-2 of .*gone, is gone \(the directory no longer '
                      r'exists: moved\?\): if it moved, pass --generator_path=ITS_NEW_DIR'):
-    runs.load_run(copy)
-  assert runs.load_run(copy, generator_path=gan).step == 2
+    trained_run.load_run(copy)
+  assert trained_run.load_run(copy, generator_path=gan).step == 2
   shutil.copytree(gan, moved_gan)
   for name in os.listdir(os.path.join(moved_gan, 'checkpoints')):
     if name.startswith('ckpt-2.'):  # deleted by the SN-GAN's later training (keep_checkpoints)
       os.remove(os.path.join(moved_gan, 'checkpoints', name))
   with pytest.raises(ValueError, match='checkpoints there now: ckpt-4.*--generator_checkpoint=4 '
                      '--allow_other_generator'):
-    runs.load_run(copy, generator_path=moved_gan)
+    trained_run.load_run(copy, generator_path=moved_gan)
   with pytest.raises(ValueError, match='--allow_other_generator'):  # other weights: asked for
-    runs.load_run(copy, generator_path=moved_gan, generator_checkpoint=4)
-  run = runs.load_run(copy, generator_path=moved_gan, generator_checkpoint=4,
-                      allow_other_generator=True)
+    trained_run.load_run(copy, generator_path=moved_gan, generator_checkpoint=4)
+  run = trained_run.load_run(copy, generator_path=moved_gan, generator_checkpoint=4,
+                             allow_other_generator=True)
   assert run.config.generator.checkpoint == 4
   with pytest.raises(ValueError, match='apply to joint runs'):
-    runs.load_run(trained_workdir, generator_path=gan)
+    trained_run.load_run(trained_workdir, generator_path=gan)
 
 
 # ---- one validation, on every load -------------------------------------------------------------
@@ -657,7 +649,7 @@ def test_a_moved_or_trained_on_generator_names_this_commands_flags(pinned_refine
     ('sampling.prior_sigma', 0.0, 'sampling.prior_sigma must be a finite number > 0')])
 def test_validation_catches_values_that_reverse_or_break_a_run(field, value, message):
   with pytest.raises(ValueError, match=re.escape(message)):
-    run_lib.validate(tiny(**{field: value}))
+    trainer_lib.validate(tiny(**{field: value}))
 
 
 @pytest.mark.parametrize('experiment, field, value, message', [
@@ -692,7 +684,7 @@ def test_every_choice_and_bound_is_checked_before_anything_is_built(experiment, 
   section, _, name = field.rpartition('.')
   (config[section] if section else config)[name] = value
   with pytest.raises(ValueError, match=re.escape(message)) as error:
-    run_lib.validate(config)
+    trainer_lib.validate(config)
   assert '\n' not in str(error.value)
 
 
@@ -700,7 +692,7 @@ def test_unknown_fields_are_named_at_build_and_on_load(trained_workdir, tmp_path
   config = tiny()
   config.training.batchsize = 3  # a config file's typo: would be ignored
   with pytest.raises(ValueError, match='unknown config field training.batchsize'):
-    run_lib.validate(config)
+    trainer_lib.validate(config)
   shutil.copytree(trained_workdir, tmp_path / 'w')
   path = tmp_path / 'w' / 'config.json'
   edited = json.loads(path.read_text())
@@ -709,7 +701,7 @@ def test_unknown_fields_are_named_at_build_and_on_load(trained_workdir, tmp_path
   path.write_text(json.dumps(edited))
   with pytest.raises(ValueError, match=re.escape(
       f'{path}: unknown config fields colour, sampling.stepsize')):
-    runs.load_config(str(tmp_path / 'w'))
+    trained_run.load_config(str(tmp_path / 'w'))
 
 
 def test_the_choice_lists_are_defined_once():
@@ -729,7 +721,7 @@ def test_a_retrofit_config_read_back_is_not_filled_in_nor_a_change(tmp_path):
   workdir_lib.write_config(str(tmp_path), config)
   (tmp_path / 'checkpoints').mkdir()
   (tmp_path / 'checkpoints' / 'ckpt-2.index').write_bytes(b'')
-  loaded = runs.load_config(str(tmp_path))
+  loaded = trained_run.load_config(str(tmp_path))
   assert 'z_dim' not in loaded.model and 'disc_width' not in loaded.model
   workdir_lib.check_config(str(tmp_path), config, str(tmp_path / 'checkpoints'), kind)  # resumes
 
@@ -747,7 +739,7 @@ def test_a_config_json_read_back_is_validated(trained_workdir, tmp_path, section
   config[section][field] = value
   path.write_text(json.dumps(config))
   with pytest.raises(ValueError, match=re.escape(f'{path}: config field {message}')):
-    runs.load_run(str(tmp_path / 'w'))
+    trained_run.load_run(str(tmp_path / 'w'))
 
 
 def test_a_workdir_naming_a_factory_runs_no_code_unless_trusted(tmp_path):
@@ -757,7 +749,7 @@ def test_a_workdir_naming_a_factory_runs_no_code_unless_trusted(tmp_path):
       'generator.source': 'factory', 'generator.path': 'os:abort', 'generator.latent_shape': (4,)}))
   with pytest.raises(ValueError, match="names the generator factory 'os:abort'.*"
                                        '--trust_workdir_code'):
-    runs.load_run(str(workdir))
+    trained_run.load_run(str(workdir))
 
 
 def test_a_workdir_naming_a_module_as_its_kind_imports_nothing_unless_trusted(
@@ -774,13 +766,13 @@ def test_a_workdir_naming_a_module_as_its_kind_imports_nothing_unless_trusted(
   config = json.loads((workdir / 'config.json').read_text())
   config['experiment'] = 'evil_kind.x'
   (workdir / 'config.json').write_text(json.dumps(config))
-  for load in (runs.load_run, runs.load_config, workdir_lib.load_config):
+  for load in (trained_run.load_run, trained_run.load_config, workdir_lib.load_config):
     with pytest.raises(ValueError, match="names the experiment 'evil_kind.x', not a kind of "
                        'tf_hat_ebm.*--trust_workdir_code'):
       load(str(workdir))
   assert not marker.exists() and 'evil_kind' not in sys.modules
   with pytest.raises(ValueError, match='no module evil_kind.x defining KIND'):
-    runs.load_config(str(workdir), trust_code=True)  # trusted: imported (and it is no kind)
+    trained_run.load_config(str(workdir), trust_code=True)  # trusted: imported (and it is no kind)
   assert marker.exists()
   sys.modules.pop('evil_kind', None)
 
@@ -815,7 +807,7 @@ def test_text_from_a_workdir_stays_inert_in_the_model_card(trained_workdir, tmp_
       'num_samples': 7, 'fid\n## Measured': [1.5, 2.5], 'forged': ['x'], 'nan': [None]}))
   (workdir / 'ood.json').write_text(json.dumps({'sets': {'a': {'auroc': 'high'}, 'b': 3},
                                                 'in_distribution': None}))
-  card = export.build_module(runs.load_run(str(workdir))).asset_texts['README.md']
+  card = export.build_module(trained_run.load_run(str(workdir))).asset_texts['README.md']
   lines = card.splitlines()
   assert [line for line in lines if line.startswith('#')] == [
       lines[0], '## Calling it']  # the card's own headings only
@@ -883,12 +875,12 @@ def test_ctrl_c_at_start_up_and_a_json_config_are_one_line(capsys):
 
 
 def test_ctrl_c_before_any_checkpoint_does_not_promise_a_resume(tmp_path):
-  assert run_lib.interrupted_training(str(tmp_path)) == (
+  assert trainer_lib.interrupted_message(str(tmp_path)) == (
       f'interrupted before the first checkpoint (nothing saved in {tmp_path}); the same command '
       'starts the run over')
   (tmp_path / 'checkpoints').mkdir()
   (tmp_path / 'checkpoints' / 'ckpt-4.index').write_bytes(b'')
-  assert 'last checkpoint: step 4' in run_lib.interrupted_training(str(tmp_path))
+  assert 'last checkpoint: step 4' in trainer_lib.interrupted_message(str(tmp_path))
 
 
 def test_a_damaged_or_unwritable_feature_cache_is_one_line_before_training(tmp_path, monkeypatch):

@@ -3,7 +3,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import DivergenceError, Trainer
 from tf_hat_ebm import workdir as workdir_lib
 
-from conftest import REPO, tiny
+from conftest import run_command, tiny
 
 STRATEGY = tf.distribute.get_strategy()
 
@@ -73,7 +72,7 @@ def test_damaged_latest_checkpoint_stops_without_touching_anything(four_steps, t
   trainer.train(6)
   intact = 4 if 'state file' in how else 2
   assert trainer.checkpoints.last_good.endswith('ckpt-6')
-  assert trainer.checkpoints.resumed_at == intact
+  assert trainer.resume.resumed_at == intact
 
 
 def test_explicit_checkpoint_resumes_that_exact_state(four_steps, tmp_path):
@@ -125,15 +124,15 @@ def test_checkpoint_data_iterator_toggled_on_resume_names_the_field(four_steps, 
 
 
 def test_older_config_json_resumes(four_steps, tmp_path):
-  """A config.json without fields added since (model.init, optim.hat_clip_mode) still resumes."""
+  """A config.json without a field added since (optim.hat_clip_mode) still resumes: it is read
+  as its default."""
   workdir = copy_of(four_steps, tmp_path)
   config = json.loads((workdir / 'config.json').read_text())
   del config['optim']['hat_clip_mode']
-  config['model'].pop('init', None)
   (workdir / 'config.json').write_text(json.dumps(config))
-  trainer = make_trainer(workdir, tiny(**{'model.init': 'mimicry'}))
+  trainer = make_trainer(workdir, tiny())
   trainer.train(5)
-  assert trainer.checkpoints.resumed_at == 4
+  assert trainer.resume.resumed_at == 4
 
 
 def test_workdir_lock_refuses_a_second_run_and_takes_over_a_stale_one(four_steps, tmp_path):
@@ -222,23 +221,18 @@ def test_non_finite_state_is_never_saved(tmp_path):
   assert not os.path.exists(tmp_path / 'checkpoints' / 'ckpt-1.index')
 
 
-@pytest.mark.slow
 def test_script_stops_in_one_line_on_a_missing_state_file(four_steps, tmp_path):
   workdir = copy_of(four_steps, tmp_path)
   os.remove(workdir / 'checkpoints' / 'checkpoint')
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
   flags = ['--config.model.hat_width=8', '--config.model.gen_width=8', '--config.model.z_dim=4',
            '--config.langevin.steps=2', '--config.sampling.steps=2',
            '--config.training.batch_size=4', '--config.training.bank_size=16',
            '--config.training.num_steps=6', '--config.training.steps_per_loop=2',
            '--config.training.checkpoint_every=2', '--config.training.num_grid_samples=4']
-  script = os.path.join(REPO, 'experiments', 'train_synthesis.py')
-  result = subprocess.run([sys.executable, script, f'--workdir={workdir}', *flags],
-                          capture_output=True, text=True, env=env, timeout=300)
+  result = run_command('train_synthesis.py', f'--workdir={workdir}', *flags)
   assert result.returncode == 1
   assert result.stderr.strip().splitlines()[-1].startswith(
       f'error: cannot resume from {workdir}/checkpoints: its `checkpoint` state file is missing')
-  result = subprocess.run([sys.executable, script, f'--workdir={workdir}', '--checkpoint=2',
-                           *flags], capture_output=True, text=True, env=env, timeout=300)
+  result = run_command('train_synthesis.py', f'--workdir={workdir}', '--checkpoint=2', *flags)
   assert result.returncode == 0, result.stderr
   assert 'Resumed from' in result.stdout and 'ckpt-2 at step 2' in result.stdout

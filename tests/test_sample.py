@@ -5,14 +5,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import runs
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import export
 from tf_hat_ebm import samples as samples_lib
 
 
 def test_path_figure_is_labelled_with_rows_x_y_per_chain_g_z_once_and_the_steps(
     trained_workdir, tmp_path):
-  module = export.build_module(runs.load_run(trained_workdir), path_steps=[0, 1, 2])
+  module = export.build_module(trained_run.load_run(trained_workdir), path_steps=[0, 1, 2])
   written, figure, steps = samples_lib.write_samples(
       module, str(tmp_path), num_samples=5, seed=3, batch_size=4, path_chains=2,
       tensorboard_dir=str(tmp_path / 'tb'), step=7, source='tiny')
@@ -40,6 +40,6 @@ def test_path_figure_is_labelled_with_rows_x_y_per_chain_g_z_once_and_the_steps(
 
 
 def test_bad_path_steps_are_rejected(trained_workdir):
-  run = runs.load_run(trained_workdir)
+  run = trained_run.load_run(trained_workdir)
   with pytest.raises(ValueError, match=r'path steps must lie in 0\.\.2'):
     export.build_module(run, path_steps=[0, 5])

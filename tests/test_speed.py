@@ -12,6 +12,7 @@ import tensorflow as tf
 from tf_hat_ebm import flops
 from tf_hat_ebm import langevin
 from tf_hat_ebm import nets
+from tf_hat_ebm import perf
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import Trainer
 
@@ -29,13 +30,14 @@ def test_flop_counter_matches_hand_count_for_one_block():
   bias = 2 * 8 * 8 * (8 + 8 + 8)
   pools = 2 * 4 * 4 * 8 * 4 * 2  # two 2x2 average pools (4 ops per output)
   residual = 2 * 4 * 4 * 8
-  assert convs + bias + pools + residual == 234_752
-  assert flops.forward_flops(block, x_shape) == 234_752
+  relu_in = 2 * 8 * 8 * 4  # the input's ReLU, max(x, 0): one op per value (nets.py says why)
+  assert convs + bias + pools + residual + relu_in == 235_264
+  assert flops.forward_flops(block, x_shape) == 235_264
 
 
 # Forward FLOPs per image of the tiny digits networks (widths 8, z_dim 4), as tf.profiler counts
 # them in TF 2.15: a change of the networks or of the counter shows here.
-HAT_16_8, GEN_16_8 = 573_200, 827_016
+HAT_16_8, GEN_16_8 = 573_968, 827_016
 
 
 def test_flop_counts_of_the_tiny_networks_are_pinned():
@@ -55,7 +57,7 @@ def test_step_and_sampler_flops_are_the_hand_counts():
   assert flops.sampler_flops(10, 100, batch=2, steps=3) == 320
   assert flops.sampler_flops(10, 100, 2, 3, recompute_generator=True) == 920
   # the tiny networks at batch 4, K=2: 16*h + 24*h + 16*g
-  assert flops.synthesis_step_flops(HAT_16_8, GEN_16_8, batch=4, steps=2) == 36_160_256
+  assert flops.synthesis_step_flops(HAT_16_8, GEN_16_8, batch=4, steps=2) == 36_190_976
 
 
 def test_joint_step_and_sampler_flops_are_the_hand_counts():
@@ -73,7 +75,7 @@ def test_joint_step_and_sampler_flops_are_the_hand_counts():
   # K = 0 is G(Z0) and G(Z_K) in either order.
   assert flops.joint_sampler_flops(10, 100, 2, 0, latent_first=True) == 400
   # the tiny networks at batch 4, K=2, paper order: 4 (2g + 2 (2g + 4h)) + 6 * 4 h = 24g + 56h
-  assert flops.joint_step_flops(HAT_16_8, GEN_16_8, batch=4, steps=2) == 51_947_584
+  assert flops.joint_step_flops(HAT_16_8, GEN_16_8, batch=4, steps=2) == 51_990_592
 
 
 class _Counted(tf.Module):
@@ -199,3 +201,53 @@ def test_step_time_times_each_kind_with_its_formula(tmp_path, config, args, form
   assert result['rows'][0]['s_per_step'] > 0
   if formula is flops.joint_step_flops:
     assert result['experiment'] == 'joint'
+
+
+@pytest.mark.slow  # XLA compiles the step for about 30 s on 2 loaded cores
+def test_xla_step_computes_the_energies_the_plain_step_computes(tmp_path):
+  # XLA draws other random numbers than TensorFlow's kernels (its own mapping of Philox to
+  # normals), so the chains differ; without data noise the positive energies of the first step
+  # are the same network on the same data, and every metric is finite.
+  strategy = tf.distribute.get_strategy()
+  metrics = {}
+  for setting in ('off', 'on'):
+    config = tiny(**{'perf.jit_compile': setting, 'training.data_eps': 0.0})
+    task = SynthesisTask(config, strategy)
+    trainer = Trainer(task, config, str(tmp_path / setting), strategy, verbose=False)
+    assert trainer.jit_compile == (setting == 'on')
+    metrics[setting] = trainer.train(1)
+  assert all(np.isfinite(v) for v in metrics['on'].values())
+  np.testing.assert_allclose(metrics['on']['energy_pos'], metrics['off']['energy_pos'],
+                             rtol=1e-5)
+  assert metrics['on']['energy_neg'] != metrics['off']['energy_neg']  # other noise
+
+
+def test_jit_compile_auto_is_off_on_cpus_and_tpus_and_on_for_small_networks_on_a_gpu():
+  small = dict(precision='float32', replicas=1, image_size=16, hat_width=32)
+  assert perf.choose_jit_compile('auto', 'CPU', **small)[0] is False
+  assert perf.choose_jit_compile('auto', 'TPU', **small)[0] is False
+  assert perf.choose_jit_compile('auto', 'GPU', **small)[0] is True
+  assert perf.choose_jit_compile('auto', 'GPU', **dict(small, hat_width=256))[0] is False
+  assert perf.choose_jit_compile('auto', 'GPU', **dict(small, replicas=2))[0] is False
+  assert perf.choose_jit_compile('on', 'CPU', **small)[0] is True
+  assert perf.choose_jit_compile('off', 'GPU', **small)[0] is False
+  with pytest.raises(ValueError, match='does not compile on a CPU'):
+    perf.choose_jit_compile('on', 'CPU', **dict(small, precision='mixed_bfloat16'))
+  with pytest.raises(ValueError, match='must be one of'):
+    perf.choose_jit_compile(True, 'CPU', **small)
+
+
+@pytest.mark.slow
+def test_step_time_holds_each_variant_against_the_rate_of_its_own_precision(tmp_path):
+  # `default` runs in whatever the config's precision resolves to: here bf16, so its row is
+  # against the bf16 matmul rate, `fast`'s against float32's.
+  result, _ = _step_time(
+      tmp_path, f'--config={os.path.join(REPO, "experiments", "configs", "digits_synth.py")}',
+      '--config.model.hat_width=8', '--config.model.gen_width=8',
+      '--config.perf.precision=mixed_bfloat16', '--variants=default,fast')
+  rows = {r['variant']: r for r in result['rows']}
+  assert (rows['default']['peak_dtype'], rows['fast']['peak_dtype']) == ('bfloat16', 'float32')
+  for row in rows.values():
+    rate = result['matmul_gflops'][row['peak_dtype']]
+    assert row['fraction_of_matmul_rate'] == pytest.approx(
+        row['needed_gflop_per_step'] / row['s_per_step'] / rate)

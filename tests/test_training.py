@@ -1,17 +1,15 @@
 """The tandem training loop: distributed run, resume, divergence guard, script errors."""
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import trainer as trainer_lib
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import DivergenceError, Trainer
 
-from conftest import REPO, tiny
+from conftest import run_command, tiny
 
 
 def variables_of(item):
@@ -125,29 +123,21 @@ def test_batch_not_divisible_by_replicas(two_replicas):
 def test_validate_rejects_unknown_dataset_and_size():
   config = tiny(**{'data.name': 'imagenet'})
   with pytest.raises(ValueError, match="unknown dataset 'imagenet'"):
-    run_lib.validate(config)
+    trainer_lib.validate(config)
   config = tiny(**{'data.image_size': 24})
   with pytest.raises(ValueError, match='image size 24'):
-    run_lib.validate(config)
+    trainer_lib.validate(config)
 
 
-def run_script(*args):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
-  return subprocess.run([sys.executable, os.path.join(REPO, 'experiments', 'train_synthesis.py'),
-                         *args], capture_output=True, text=True, env=env, timeout=300)
-
-
-@pytest.mark.slow
 def test_script_rejects_misspelt_override(tmp_path):
-  result = run_script(f'--workdir={tmp_path}', '--config.langevin.stepz=3')
+  result = run_command('train_synthesis.py', f'--workdir={tmp_path}', '--config.langevin.stepz=3')
   assert result.returncode != 0
   assert 'stepz' in result.stderr and 'steps' in result.stderr  # "Did you mean steps"
   assert not os.path.exists(tmp_path / 'checkpoints')
 
 
-@pytest.mark.slow
 def test_script_rejects_unknown_dataset_in_one_line(tmp_path):
-  result = run_script(f'--workdir={tmp_path}', '--config.data.name=cifar11')
+  result = run_command('train_synthesis.py', f'--workdir={tmp_path}', '--config.data.name=cifar11')
   assert result.returncode == 1
   assert result.stderr.strip().splitlines()[-1] == (
       "error: unknown dataset 'cifar11'; known datasets: digits, cifar10, cifar100, "

@@ -1,26 +1,27 @@
 """What the training loop does between its chunks of steps, one unit per job (Orbit's actions).
 
-Each action is called with the `Chunk` that just ran and says, by `intervals`, at which steps it
-wants a chunk to end. The loop (trainer.py) runs them in order: the divergence guard first (a
-diverged chunk writes nothing), checkpoints last. `Checkpoints` is also the resume and save policy,
-`Signals` the SIGTERM / Ctrl-C handling around the loop.
+Each action is called with the `Chunk` that just ran. When it runs is a condition outside it
+(`Conditional(Every(n), action)`, as Orbit's ConditionalAction), whose `intervals` say at which
+steps the loop (trainer.py) ends a chunk. The loop runs them in order: the divergence guard first
+(a diverged chunk writes nothing), `Saves` last. The checkpoints' three jobs are apart: `Resume`
+(what a run resumes from), `Saves` (when a checkpoint is written, held back while the guard's
+`hold_back` gives a reason) and `FiniteState` (no non-finite state is ever written), around
+`Checkpoints`, the run's checkpointed state. `Signals` is the SIGTERM / Ctrl-C handling.
 """
 import dataclasses
 import os
 import signal
 import threading
-from typing import Dict
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints as checkpoints_lib
 from tf_hat_ebm import guard as guard_lib
+from tf_hat_ebm import progress as progress_lib
 from tf_hat_ebm import summaries
-
-
-class DivergenceError(RuntimeError):
-  """A non-finite loss, energy or state: the run stops and nothing of that state is saved."""
+from tf_hat_ebm.errors import DivergenceError
 
 
 class RunawayError(DivergenceError):
@@ -43,80 +44,80 @@ def due(step, every):
   return bool(every) and every > 0 and step % every == 0
 
 
-class Checkpoints:
-  """Resume and save policy: restores the checkpoint asked for (never guessing), saves and
-  archives when due, never a non-finite state, nor one taken while `hold_back()` is true."""
+Action = Callable[[Chunk], Any]
+Hold = Callable[[], Optional[str]]  # why no checkpoint may be taken now, or None
 
-  def __init__(self, task, step, ckpt_dir, training, worker, resume_from=None, log=print):
+
+class Every:
+  """The condition of an action due every `every` steps and at the last step (0: never)."""
+
+  def __init__(self, every):
+    self.every = every
+    self.intervals = (every,)
+
+  def __call__(self, chunk):
+    return bool(self.every) and chunk.due(self.every)
+
+
+class Conditional:
+  """`action` on the chunks where `condition` holds (Orbit's ConditionalAction); the loop ends a
+  chunk at every step the condition names (its `intervals`)."""
+
+  def __init__(self, condition: Callable[[Chunk], bool], action: Action):
+    self.condition, self.action = condition, action
+    self.intervals = tuple(getattr(condition, 'intervals', ()))
+
+  def __call__(self, chunk):
+    return self.action(chunk) if self.condition(chunk) else None
+
+
+class FiniteState:
+  """The finiteness check of a state about to be saved: every float variable of the task's
+  checkpointed items, one reduction per item on device, one host transfer."""
+
+  def __init__(self, task):
+    self.task, self._finite_fn = task, None
+
+  def __call__(self, step, last_good):
+    """Raises DivergenceError naming the non-finite items, unless all are finite."""
+    items = {**self.task.checkpoint_items(), **self.task.local_checkpoint_items()}
+    names = sorted(items)
+    if self._finite_fn is None:
+      groups = [[v for v in _variables(items[k]) if v.dtype.is_floating] for k in names]
+
+      @tf.function
+      def finite():
+        return tf.stack([tf.reduce_all([tf.reduce_all(tf.math.is_finite(v)) for v in g])
+                         if g else tf.constant(True) for g in groups])
+
+      self._finite_fn = finite
+    bad = [k for k, ok in zip(names, self._finite_fn().numpy()) if not ok]
+    if bad:
+      raise DivergenceError(f'non-finite weights in {", ".join(bad)} at step {step}; not saved; '
+                            f'last good checkpoint: {last_good or "none"}')
+
+
+class Checkpoints:
+  """A run's checkpointed state (checkpoints.py's managers): `restore` a path, `save` or
+  `save_archive` at a step (never a state `check_finite` refuses), and `last_good`, the
+  checkpoint this process restored or saved last. When to save is `Saves`', what to resume
+  from `Resume`'s."""
+
+  def __init__(self, task, step, ckpt_dir, training, worker, check_finite=None):
     """worker: (number of workers, this worker's index, is chief)."""
-    self.task, self.step, self.ckpt_dir, self.log = task, step, ckpt_dir, log
-    self.every, self.archive_every = training.checkpoint_every, training.archive_every
-    self.intervals = (self.every, self.archive_every)
-    self.resume_from = resume_from
+    self.task, self.step, self.ckpt_dir = task, step, ckpt_dir
     num_workers, index, self.is_chief = worker
     (self.checkpoint, self.manager, self.local_checkpoint, self.local_manager,
      self.archive) = checkpoints_lib.checkpoint_managers(
          ckpt_dir, step, task.checkpoint_items(), task.local_checkpoint_items(),
          training.keep_checkpoints, index, self.is_chief, num_workers > 1)
-    self.hold_back = lambda: None  # a reason not to save now, or None (the guard sets it)
-    # The checkpoint restored or saved by this process while the guards were quiet.
-    self.last_good = self.resumed_at = None
-    self._finite_fn = None
+    self.check_finite = check_finite or FiniteState(task)
+    self.last_good = None
 
   def track_input(self, iterator):
     """Makes the input position part of the state: a resumed run reads the batches it would have.
     Each worker reads its own shard, so with several workers it is worker-local state."""
     (self.local_checkpoint or self.checkpoint).data_iterator = iterator
-
-  def restore_or_initialize(self):
-    """Resumes from the checkpoint `resume_from` names (default: the latest), or initialises the
-    task's state when the workdir has no checkpoint file at all. Never guesses: when checkpoints
-    exist but the one asked for does not restore, a ValueError lists them."""
-    steps = checkpoints_lib.checkpoint_steps(self.ckpt_dir)
-    spec = self.resume_from
-    if spec is not None and str(spec) == checkpoints_lib.LATEST_INTACT:
-      return self._restore_latest_intact(steps)
-    if spec is not None and str(spec) != '':
-      path = checkpoints_lib.checkpoint_path(self.ckpt_dir, spec)
-    elif not steps:
-      self.task.initialize()
-      return False
-    else:
-      path = checkpoints_lib.state_file_checkpoint(self.ckpt_dir)
-      if path is None:
-        raise checkpoints_lib.resume_error(
-            self.ckpt_dir, 'its `checkpoint` state file is missing, unreadable or names a '
-            'checkpoint whose files are gone')
-    try:
-      self.restore(path)
-    except ValueError as e:
-      raise checkpoints_lib.resume_error(self.ckpt_dir, str(e)) from e
-    return self._resumed(path)
-
-  def _restore_latest_intact(self, steps):
-    if not steps:
-      self.task.initialize()
-      self.log(f'No checkpoint in {self.ckpt_dir}: a new run.')
-      return False
-    skipped = []
-    for s in steps:
-      path = os.path.join(self.ckpt_dir, f'ckpt-{s}')
-      try:
-        self.restore(path)
-      except ValueError:
-        skipped.append(f'ckpt-{s}')
-        continue
-      if skipped:
-        self.log(f'Skipped checkpoints that do not restore: {", ".join(skipped)} (left in '
-                 'place; later saves at their steps overwrite them).')
-      return self._resumed(path)
-    raise checkpoints_lib.resume_error(self.ckpt_dir, 'none of its checkpoints restores',
-                                       none_restores=True)
-
-  def _resumed(self, path):
-    self.last_good, self.resumed_at = path, int(self.step.numpy())
-    self.log(f'Resumed from {path} at step {self.resumed_at}.')
-    return True
 
   def restore(self, path):
     """Restores the whole state from `path`; a one-line ValueError if it does not restore."""
@@ -130,11 +131,12 @@ class Checkpoints:
     except ValueError as e:
       raise ValueError(f'cannot restore checkpoint {path} (corrupt or truncated?): {e}; it was '
                        'left as it is') from e
+    self.last_good = path
 
   def save(self, step):
     """Writes a checkpoint of the current state at `step`, on every worker; a non-finite state
     is a DivergenceError and is never written."""
-    self.check_state_finite(step)
+    self.check_finite(step, self.last_good)
     if self.local_manager is not None:
       self.local_manager.save(checkpoint_number=step)
     self.manager.save(checkpoint_number=step)
@@ -142,46 +144,99 @@ class Checkpoints:
       tf.io.gfile.rmtree(self.manager.directory)
     self.last_good = os.path.join(self.ckpt_dir, f'ckpt-{step}')
 
+  def save_archive(self, step):
+    """A kept-forever snapshot in checkpoints/archive (training.archive_every)."""
+    self.check_finite(step, self.last_good)
+    self.archive.save(checkpoint_number=step)
+
+
+class Resume:
+  """The resume policy: the checkpoint `resume_from` names (a step, a path, or LATEST_INTACT),
+  by default the latest; a fresh run only when the workdir has no checkpoint at all."""
+
+  def __init__(self, checkpoints, resume_from=None, log=print):
+    self.checkpoints, self.resume_from, self.log = checkpoints, resume_from, log
+    self.ckpt_dir = checkpoints.ckpt_dir
+    self.resumed_at = None
+
+  def restore_or_initialize(self):
+    """Resumes, or initialises the task's state; never guesses: when checkpoints exist but the
+    one asked for does not restore, a ValueError lists them. Whether it resumed."""
+    steps = checkpoints_lib.checkpoint_steps(self.ckpt_dir)
+    spec = self.resume_from
+    if spec is not None and str(spec) == checkpoints_lib.LATEST_INTACT:
+      return self._restore_latest_intact(steps)
+    if spec is not None and str(spec) != '':
+      path = checkpoints_lib.checkpoint_path(self.ckpt_dir, spec)
+    elif not steps:
+      self.checkpoints.task.initialize()
+      return False
+    else:
+      path = checkpoints_lib.state_file_checkpoint(self.ckpt_dir)
+      if path is None:
+        raise checkpoints_lib.resume_error(
+            self.ckpt_dir, 'its `checkpoint` state file is missing, unreadable or names a '
+            'checkpoint whose files are gone')
+    try:
+      self.checkpoints.restore(path)
+    except ValueError as e:
+      raise checkpoints_lib.resume_error(self.ckpt_dir, str(e)) from e
+    return self._resumed(path)
+
+  def _restore_latest_intact(self, steps):
+    if not steps:
+      self.checkpoints.task.initialize()
+      self.log(f'No checkpoint in {self.ckpt_dir}: a new run.')
+      return False
+    skipped = []
+    for s in steps:
+      path = os.path.join(self.ckpt_dir, f'ckpt-{s}')
+      try:
+        self.checkpoints.restore(path)
+      except ValueError:
+        skipped.append(f'ckpt-{s}')
+        continue
+      if skipped:
+        self.log(f'Skipped checkpoints that do not restore: {", ".join(skipped)} (left in '
+                 'place; later saves at their steps overwrite them).')
+      return self._resumed(path)
+    raise checkpoints_lib.resume_error(self.ckpt_dir, 'none of its checkpoints restores',
+                                       none_restores=True)
+
+  def _resumed(self, path):
+    self.resumed_at = int(self.checkpoints.step.numpy())
+    self.log(f'Resumed from {path} at step {self.resumed_at}.')
+    return True
+
+
+class Saves:
+  """The save policy: a checkpoint every `every` steps and at the end, an archived one every
+  `archive_every`, none while `hold` gives a reason (the runaway guard's `hold_back`)."""
+
+  def __init__(self, checkpoints, every, archive_every=0, hold: Hold = lambda: None, log=print):
+    self.checkpoints, self.hold, self.log = checkpoints, hold, log
+    self.save_due, self.archive_due = Every(every), Every(archive_every)
+    self.intervals = (every, archive_every)
+
   def __call__(self, chunk):
-    save = chunk.due(self.every)
-    archive = self.archive is not None and due(chunk.step, self.archive_every)
+    save = self.save_due(chunk)
+    archive = self.checkpoints.archive is not None and due(chunk.step, self.archive_due.every)
     if not (save or archive):
       return
-    reason = self.hold_back()
+    reason = self.hold()
     if reason:
       self.log(f'\nstep {chunk.step}: checkpoint held back, {reason}.')
       return
     if save:
-      self.save(chunk.step)
+      self.checkpoints.save(chunk.step)
     if archive:
-      self.check_state_finite(chunk.step)
-      self.archive.save(checkpoint_number=chunk.step)
-
-  def check_state_finite(self, step):
-    """Raises DivergenceError unless every float variable of the checkpointed state is finite:
-    one reduction per checkpoint item, on device, one host transfer."""
-    items = {**self.task.checkpoint_items(), **self.task.local_checkpoint_items()}
-    names = sorted(items)
-    if self._finite_fn is None:
-      groups = [[v for v in _variables(items[k]) if v.dtype.is_floating] for k in names]
-
-      @tf.function
-      def finite():
-        return tf.stack([tf.reduce_all([tf.reduce_all(tf.math.is_finite(v)) for v in g])
-                         if g else tf.constant(True) for g in groups])
-
-      self._finite_fn = finite
-    flags = self._finite_fn().numpy()
-    bad = [k for k, ok in zip(names, flags) if not ok]
-    if bad:
-      raise DivergenceError(
-          f'non-finite weights in {", ".join(bad)} at step {step}; not saved; '
-          f'last good checkpoint: {self.last_good or "none"}')
+      self.checkpoints.save_archive(chunk.step)
 
 
 class Guard:
   """Stops on a non-finite metric or a runaway (guard.py), or rolls back to the last good
-  checkpoint with lower learning rates when the config allows it."""
+  checkpoint with lower learning rates when the config allows it. Its `hold_back` is the hold
+  the trainer gives `Saves`: no checkpoint while the runaway guard counts."""
 
   intervals = ()
 
@@ -189,7 +244,6 @@ class Guard:
     self.task, self.config, self.checkpoints, self.log = task, config, checkpoints, log
     self.runaway = guard_lib.RunawayGuard(config.training.guard, task.metric_names)
     self.rollbacks = 0
-    checkpoints.hold_back = self.hold_back
 
   def reset(self, step):
     self.runaway.reset(step)
@@ -249,33 +303,27 @@ class Guard:
 
 
 class Progress:
-  """The progress bar (chief, verbose runs only) with the task's progress metrics and speed."""
+  """Training progress (chief, verbose runs only): step, ETA, the task's progress metrics and
+  speed; a bar on a terminal, one plain line per tenth of the run in a file (progress.py)."""
 
-  intervals = ()
-
-  def __init__(self, task, end, step):
+  def __init__(self, task, end, step, stream=None):
     self.shown = task.progress_metrics
-    self.bar = tf.keras.utils.Progbar(end, stateful_metrics=list(task.metric_names) +
-                                      ['steps/s'])
-    if step:
-      self.bar.update(step)
+    self.progress = progress_lib.Progress(end, unit='step', start=step, stream=stream)
 
   def __call__(self, chunk):
-    self.bar.update(chunk.step, [(k, chunk.metrics[k]) for k in self.shown if k in chunk.metrics]
-                    + [('steps/s', chunk.steps_per_sec)])
+    values = {k: chunk.metrics[k] for k in self.shown if k in chunk.metrics}
+    values['steps/s'] = round(chunk.steps_per_sec, 2)
+    self.progress.update(chunk.step, values)
 
 
 class Scalars:
-  """TensorBoard scalars every log_every steps: the chunk's metrics, learning rates, speed and
-  the guard's state, grouped and described (summaries.py)."""
+  """TensorBoard scalars: the chunk's metrics, learning rates, speed and the guard's state,
+  grouped and described (summaries.py)."""
 
-  def __init__(self, task, report, every, guard=None):
-    self.task, self.report, self.every, self.guard = task, report, every, guard
-    self.intervals = (every,)
+  def __init__(self, task, report, guard=None):
+    self.task, self.report, self.guard = task, report, guard
 
   def __call__(self, chunk):
-    if not chunk.due(self.every):
-      return
     extra = {**self.task.learning_rates(), 'steps_per_sec': chunk.steps_per_sec}
     if self.guard is not None:
       extra.update(guard_count=self.guard.runaway.count, rollbacks=self.guard.rollbacks)
@@ -283,15 +331,12 @@ class Scalars:
 
 
 class Evaluation:
-  """The task's evaluation every training.eval_every steps: TensorBoard under eval/, a log line."""
+  """The task's evaluation: TensorBoard under eval/, a log line; its results."""
 
-  def __init__(self, task, writer, every, log=print):
-    self.task, self.writer, self.every, self.log = task, writer, every, log
-    self.intervals = (every,)
+  def __init__(self, task, writer, log=print):
+    self.task, self.writer, self.log = task, writer, log
 
   def __call__(self, chunk):
-    if not (self.every and chunk.due(self.every)):
-      return None
     results = {k: float(v) for k, v in self.task.evaluate().items()}
     with self.writer.as_default(step=chunk.step):
       for k, v in results.items():
@@ -301,16 +346,14 @@ class Evaluation:
 
 
 class Grids:
-  """Fixed-seed sample grids every sample_every steps: labelled samples/*.png, their TensorBoard
-  images and the energy histograms of data and samples (summaries.RunReport.grids)."""
+  """Fixed-seed sample grids: labelled samples/*.png, their TensorBoard images and the energy
+  histograms of data and samples (summaries.RunReport.grids)."""
 
-  def __init__(self, task, report, every, num):
-    self.task, self.report, self.every, self.num = task, report, every, num
-    self.intervals = (every,)
+  def __init__(self, task, report, num):
+    self.task, self.report, self.num = task, report, num
 
   def __call__(self, chunk):
-    if chunk.due(self.every):
-      self.write(chunk.step)
+    self.write(chunk.step)
 
   def write(self, step):
     # On every worker: the sampling is collective; only the chief writes.

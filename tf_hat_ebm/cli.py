@@ -1,31 +1,42 @@
-"""The command line of every script, without TensorFlow: flags, --help, errors, quiet logs.
+"""The command line, without TensorFlow: every command's flags, --help, config names, errors.
+
+Each command is a `Command`: its flags (absl) and the library function they are passed to, by
+name (`Command.flow`, imported only once the flags parse). The console commands (pyproject.toml)
+and the scripts in experiments/ both run them, so `tf-hat-ebm-sample --workdir=...` and
+`python experiments/sample.py --workdir=...` are the same program; --help names it as typed.
 
 Importing this module imports no TensorFlow, so `--help` answers before TensorFlow loads (a
-second, not ten), and sets TF_CPP_MIN_LOG_LEVEL before any script imports it: TensorFlow's C++
+second, not ten), and sets TF_CPP_MIN_LOG_LEVEL before the library imports it: TensorFlow's C++
 log (CUDA factory registration, grappler's remapper) would read as errors on a CPU machine. Bad
 flags end the program with one `error: ...` line on stderr and exit code 1.
 """
-import logging as py_logging
+import dataclasses
+import importlib
 import os
-import runpy
 import sys
+import textwrap
 import traceback
+from typing import Callable, Optional, Tuple
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 
-from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
+from ml_collections import config_flags  # noqa: E402
+
+from tf_hat_ebm.errors import fail, main_guard, one_line  # noqa: E402
 
 HELP_ARGS = ('-h', '-?', '--help', '--helpshort', '--helpfull')
-# Console entry points (pyproject.toml) -> the experiments/ script each one runs.
-SCRIPTS = {'train': 'train.py', 'sample': 'sample.py', 'export': 'export.py',
-           'evaluate-fid': 'evaluate_fid.py', 'evaluate-ood': 'evaluate_ood.py',
-           'compare': 'compare_baselines.py', 'import-release': 'import_release.py'}
+# load_run's name for a flag where it differs from the flag's.
+FLOW_ARGS = {'trust_workdir_code': 'trust_code'}
+# Upper bounds of the integer flags: a typo's extra zeros is an error, not a week of compute.
+MAX_SEED = 2**31 - 1
+MAX_BATCH = 65_536
+MAX_STEP = 10**9
 
 
 def _interrupted_hook(kind, value, tb):
-  """Ctrl-C before a script's error guard runs (its imports take seconds): one line, not
+  """Ctrl-C before a command's error guard runs (its imports take seconds): one line, not
   TensorFlow's import traceback. Python then ends the process by SIGINT (exit 130)."""
   if issubclass(kind, KeyboardInterrupt):
     print('error: interrupted', file=sys.stderr, flush=True)
@@ -36,86 +47,356 @@ def _interrupted_hook(kind, value, tb):
 _PREVIOUS_HOOK, sys.excepthook = sys.excepthook, _interrupted_hook
 
 
-def one_line(error):
-  """The informative line of an error (TF's traced errors start with 'in user code:')."""
-  lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-  if not lines:
-    return type(error).__name__
-  if lines[0].startswith('in user code') and len(lines) > 1:
-    return lines[-1]
-  return lines[0]
+# --- Shipped configs: by name or by path -------------------------------------------------------
 
 
-def fail(message, code=1):
-  # TensorFlow warns about the unrestored values of a failed restore when objects are deleted
-  # (at exit): hundreds of lines after the one that matters.
-  py_logging.getLogger('tensorflow').setLevel(py_logging.ERROR)
-  print(f'error: {message}', file=sys.stderr, flush=True)
-  sys.exit(code)
+def configs_dir():
+  """The shipped configs: tf_hat_ebm/configs in a wheel, experiments/configs in a checkout."""
+  here = os.path.dirname(os.path.abspath(__file__))
+  for path in (os.path.join(here, 'configs'),
+               os.path.join(os.path.dirname(here), 'experiments', 'configs')):
+    if os.path.isfile(os.path.join(path, 'digits_synth.py')):
+      return path
+  fail('the shipped configs are not found beside the tf_hat_ebm package; reinstall it')
 
 
-def key_flags(*names):
-  """Lists flags defined elsewhere (a shared module) in the running script's --help."""
-  for name in names:
-    flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[name])
+def config_names():
+  return sorted(n[:-3] for n in os.listdir(configs_dir())
+                if n.endswith('.py') and not n.startswith('_'))
 
 
-def define_checkpoint_and_overwrite_flags():
-  """--checkpoint and --overwrite, shared by the scripts that read a run and write outputs."""
+def config_path(value):
+  """A --config value as a file: an existing path as given, else a shipped config's name
+  (`cifar10_synth` or `cifar10_synth.py`)."""
+  if not value or os.path.exists(value):
+    return value
+  name = os.path.basename(value)[:-3] if value.endswith('.py') else value
+  if os.sep not in value and name in config_names():
+    return os.path.join(configs_dir(), name + '.py')
+  if os.sep not in value and not value.endswith('.py'):
+    fail(f'--config={value}: no such config file, nor a shipped config (shipped: '
+         f'{", ".join(config_names())})')
+  return value  # ml_collections reports the missing file
+
+
+def resolve_config(argv):
+  """argv with a shipped config's name after --config replaced by its path."""
+  argv, out = list(argv), []
+  while argv:
+    arg = argv.pop(0)
+    if arg in ('--config', '-config') and argv:
+      out += [arg, config_path(argv.pop(0))]
+    elif arg.startswith(('--config=', '-config=')):
+      flag, _, value = arg.partition('=')
+      out.append(f'{flag}={config_path(value)}')
+    else:
+      out.append(arg)
+  return out
+
+
+# --- Commands ----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+  """A program: `define(flag_values)` defines its flags, `flow` ('module:function') takes them
+  as keyword arguments (FLOW_ARGS renames) and does the work; --help shows the rest."""
+  name: str                      # console command: tf-hat-ebm-<name>
+  script: str                    # experiments/<script>, the same program in a checkout
+  summary: str
+  examples: Tuple[str, ...]      # argument lines, each shown after the program's name
+  define: Callable[[flags.FlagValues], None]
+  flow: str
+  description: str = ''
+  # The command takes --config: a shipped config's name as its default, or '' for none.
+  default_config: Optional[str] = None
+  required: Tuple[str, ...] = ('workdir',)
+
+
+def _workdir_flags(fv, help_text='Workdir of a training run.'):
+  flags.DEFINE_string('workdir', None, help_text, flag_values=fv)
+
+
+def _run_flags(fv):
+  """--checkpoint and --overwrite (and load_run's options), of commands that read a run."""
   flags.DEFINE_string('checkpoint', None, 'Checkpoint to load: a step N (ckpt-N in '
-                      '<workdir>/checkpoints) or a checkpoint path; default: the latest.')
+                      '<workdir>/checkpoints) or a checkpoint path; default: the latest.',
+                      flag_values=fv)
   flags.DEFINE_bool('trust_workdir_code', False, 'Import the code a run\'s config.json names: '
                     'a generator factory, a kind outside tf_hat_ebm (a workdir is data: off by '
-                    'default).')
+                    'default).', flag_values=fv)
   flags.DEFINE_bool('allow_other_generator', False, 'Load a joint run over a generator whose '
-                    'weights differ from those it was trained on (its pinned fingerprint).')
+                    'weights differ from those it was trained on (its pinned fingerprint).',
+                    flag_values=fv)
   flags.DEFINE_string('generator_path', None, 'A joint run: the directory its SN-GAN or '
-                      'autoencoder workdir (or SavedModel) has moved to since training.')
+                      'autoencoder workdir (or SavedModel) has moved to since training.',
+                      flag_values=fv)
   flags.DEFINE_integer('generator_checkpoint', None, 'A joint run: load this checkpoint step of '
                        'its generator instead of the pinned one (with --allow_other_generator).',
-                       lower_bound=0)
-  flags.DEFINE_bool('overwrite', False, 'Replace this script\'s earlier output at the output '
-                    'path (other files there are kept); without it a non-empty target is an error.')
-  key_flags('checkpoint', 'overwrite')
+                       lower_bound=0, upper_bound=MAX_STEP, flag_values=fv)
+  flags.DEFINE_bool('overwrite', False, 'Replace this command\'s earlier output at the output '
+                    'path (other files there are kept); without it a non-empty target is an error.',
+                    flag_values=fv)
 
 
-def _example(doc):
-  """The first command line of a script's docstring."""
-  lines = (doc or '').splitlines()
-  for i, line in enumerate(lines):
-    if line.strip().startswith('python '):
-      command = [line.strip()]
-      while command[-1].endswith('\\') and i + len(command) < len(lines):
-        command.append(lines[i + len(command)].strip())
-      return '\n    '.join(command)
-  return None
+def _define_train(fv):
+  flags.DEFINE_string('workdir', None, 'Run directory (default: workdir/<config name>); '
+                      'rerunning resumes from it.', flag_values=fv)
+  flags.DEFINE_string('tpu', None, 'TPU name, or "local", for TPUStrategy (else TF_CONFIG / GPUs '
+                      '/ the default device).', flag_values=fv)
+  flags.DEFINE_bool('allow_config_change', False,
+                    'Resume a workdir whose networks, data or batch differ from --config.',
+                    flag_values=fv)
+  flags.DEFINE_string('checkpoint', None,
+                      'Resume from this checkpoint: a step N (checkpoints/ckpt-N), a path, or '
+                      '"latest_intact" for the newest checkpoint that restores.', flag_values=fv)
 
 
-def answer_help(doc=None):
-  """Prints the script's summary, an example and its flags, exits 0, if --help was asked.
-
-  Called once the script's flags are defined and before it imports TensorFlow; does nothing
-  when the script is imported rather than run.
-  """
-  if not any(a.split('=')[0] in HELP_ARGS for a in sys.argv[1:]):
-    return
-  if doc is None:
-    main = sys.modules.get('__main__')
-    doc = getattr(main, '__doc__', None)
-  summary = (doc or '').strip().splitlines()[:1]
-  example = _example(doc)
-  lines = [f'usage: {os.path.basename(sys.argv[0])} [flags]']
-  lines += summary
-  if example:
-    lines.append(f'example:\n    {example}')
-  full = '--helpfull' in sys.argv[1:]
-  lines.append('flags (--helpfull: also absl\'s):' if not full else 'flags:')
-  lines.append(flags.FLAGS.get_help() if full else flags.FLAGS.main_module_help().strip('\n'))
-  print('\n'.join(lines))
-  sys.exit(0)
+def _define_fid(fv):
+  _workdir_flags(fv)
+  flags.DEFINE_integer('num_samples', None, 'Samples per run (default: 50,000 with Inception as '
+                       'in the paper, 5,000 with the classifier features).', lower_bound=2,
+                       upper_bound=10**6, flag_values=fv)
+  flags.DEFINE_integer('runs', 3, 'Independent sample sets; FID is reported as mean +- std.',
+                       lower_bound=1, upper_bound=100, flag_values=fv)
+  flags.DEFINE_integer('batch_size', 250, 'Sampling and feature batch size.', lower_bound=1,
+                       upper_bound=MAX_BATCH, flag_values=fv)
+  flags.DEFINE_enum('feature_net', None, ['inception', 'classifier'], 'Feature network '
+                    '(default: classifier for digits, inception otherwise).', flag_values=fv)
+  flags.DEFINE_string('inception_path', None, 'Local copy of the TF-GAN Inception (TF-Hub module '
+                      'directory); default: TF-Hub, honouring TFHUB_CACHE_DIR.', flag_values=fv)
+  _cache_flag(fv)
+  flags.DEFINE_integer('seed', 0, 'Seed of the first sample batch.', lower_bound=0,
+                       upper_bound=MAX_SEED, flag_values=fv)
+  _run_flags(fv)
 
 
-def _config_flag_error(error):
+def _cache_flag(fv):
+  flags.DEFINE_string('feature_cache_dir', None, 'Where the FID feature classifier is cached '
+                      '(default: $TF_HAT_EBM_CACHE or ~/.cache/tf_hat_ebm, one per dataset).',
+                      flag_values=fv)
+
+
+def _define_ood(fv):
+  _workdir_flags(fv)
+  flags.DEFINE_list('sets', None, 'OOD sets (default: svhn_cropped, cifar100, celeb_a; for '
+                    'digits the offline sets of tf_hat_ebm/evaluation/ood.py).', flag_values=fv)
+  flags.DEFINE_integer('num', 10_000, 'Images per set at most.', lower_bound=1, upper_bound=10**7,
+                       flag_values=fv)
+  flags.DEFINE_integer('batch_size', 250, 'Batch size.', lower_bound=1, upper_bound=MAX_BATCH,
+                       flag_values=fv)
+  flags.DEFINE_string('data_dir', None, 'tfds data_dir of the OOD sets (default: the config\'s).',
+                      flag_values=fv)
+  _run_flags(fv)
+
+
+def _define_sample(fv):
+  _workdir_flags(fv, 'Workdir of a training run (latest checkpoint, or --checkpoint).')
+  flags.DEFINE_string('saved_model', None, 'Or: a SavedModel written by tf-hat-ebm-export.',
+                      flag_values=fv)
+  flags.DEFINE_string('output', None, 'Output directory (default: <workdir>/generated or '
+                      '<saved_model>_samples).', flag_values=fv)
+  flags.DEFINE_integer('num_samples', 100, 'Number of samples.', lower_bound=1, upper_bound=10**8,
+                       flag_values=fv)
+  flags.DEFINE_integer('seed', 0, 'Seed: the same seed gives the same files; batch b draws the '
+                       'stream (seed, b), so other seeds share no sample.', lower_bound=0,
+                       upper_bound=MAX_SEED, flag_values=fv)
+  flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1,
+                       upper_bound=MAX_BATCH, flag_values=fv)
+  flags.DEFINE_integer('path_chains', 4, 'Chains in the Langevin-path figure.', lower_bound=1,
+                       flag_values=fv)
+  _path_steps_flag(fv, 'Chain steps shown in the path figure (workdir only; a SavedModel has the '
+                   'steps chosen at export). Default: 5 evenly spaced in 0..K.')
+  _run_flags(fv)
+
+
+def _path_steps_flag(fv, help_text):
+  flags.DEFINE_list('path_steps', None, help_text, flag_values=fv)
+
+
+def _define_compare(fv):
+  _workdir_flags(fv, 'Workdir of a joint (refinement or retrofit) training run.')
+  flags.DEFINE_string('out', None, 'Output directory (default: <workdir>/compare).',
+                      flag_values=fv)
+  flags.DEFINE_integer('num', 100, 'Samples per method.', lower_bound=1, upper_bound=10**5,
+                       flag_values=fv)
+  flags.DEFINE_integer('seed', 0, 'Seed of Z0 and of the chains.', lower_bound=0,
+                       upper_bound=MAX_SEED, flag_values=fv)
+  flags.DEFINE_integer('fid_samples', 1000, 'Digits: samples per method and run for the '
+                       'small-data FID (0: no FID).', lower_bound=0, upper_bound=10**6,
+                       flag_values=fv)
+  flags.DEFINE_integer('fid_runs', 2, 'Digits: independent sample sets for the FID (mean +- '
+                       'std).', lower_bound=1, upper_bound=100, flag_values=fv)
+  flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1,
+                       upper_bound=MAX_BATCH, flag_values=fv)
+  _cache_flag(fv)
+  _run_flags(fv)
+
+
+def _define_export(fv):
+  _workdir_flags(fv)
+  flags.DEFINE_string('output', None, 'SavedModel directory to write (default: '
+                      '<workdir>/saved_model).', flag_values=fv)
+  _path_steps_flag(fv, 'Chain steps returned by sample_path (default: 5 evenly spaced steps '
+                   'from 0 to K).')
+  _run_flags(fv)
+
+
+def _define_gallery(fv):
+  _workdir_flags(fv, 'Workdir of a trained synthesis run.')
+  flags.DEFINE_string('out', 'docs/gallery.png', 'Output PNG.', flag_values=fv)
+  flags.DEFINE_integer('num', 36, 'Samples per panel.', lower_bound=1, upper_bound=10_000,
+                       flag_values=fv)
+  flags.DEFINE_integer('path_chains', 3, 'Chains in the Langevin path.', lower_bound=1,
+                       upper_bound=100, flag_values=fv)
+  flags.DEFINE_integer('seed', 0, 'Seed of the samples and chains.', lower_bound=0,
+                       upper_bound=MAX_SEED, flag_values=fv)
+  _run_flags(fv)
+
+
+def _define_import(fv):
+  flags.DEFINE_string('workdir', None, 'New workdir to write.', flag_values=fv)
+  flags.DEFINE_string('hat', None, 'Checkpoint prefix of the release hat network (EBM).',
+                      flag_values=fv)
+  flags.DEFINE_string('generator', None, 'Checkpoint prefix of the release generator.',
+                      flag_values=fv)
+  flags.DEFINE_string('decoder', None, 'Checkpoint prefix of the release decoder (retrofit).',
+                      flag_values=fv)
+  flags.DEFINE_string('encoder', None, 'Optional: the release encoder (retrofit), kept beside '
+                      'the decoder.', flag_values=fv)
+  flags.DEFINE_string('generator_workdir', None, 'Joint configs: where the generator or decoder '
+                      'is written (default <workdir>/generator).', flag_values=fv)
+  flags.DEFINE_integer('step', None, 'Training step recorded in the checkpoint (default: the '
+                       "config's training.num_steps).", flag_values=fv)
+
+
+def _define_reproduce(fv):
+  # The stage table is TensorFlow-free too: its scales and parts are the flags' choices.
+  from tf_hat_ebm.reproduction.stages import PARTS, SCALES  # pylint: disable=g-import-not-at-top
+  flags.DEFINE_enum('scale', 'digits', list(SCALES), 'digits (CPU) or paper (the paper '
+                    'configs).', flag_values=fv)
+  flags.DEFINE_list('seeds', None, 'Training seeds (default: 0,1,2; paper scale: 0).',
+                    flag_values=fv)
+  flags.DEFINE_string('out', None, 'Output directory (default: reproduce/<scale>).',
+                      flag_values=fv)
+  flags.DEFINE_list('parts', list(PARTS), 'Parts to run (with the stages they need): '
+                    + ', '.join(PARTS) + '.', flag_values=fv)
+  flags.DEFINE_string('size', None, "Every config's size (get_config's argument), e.g. tiny: "
+                      'seconds-long runs (the tests).', flag_values=fv)
+  flags.DEFINE_string('tpu', None, 'TPU name or "local", for the training scripts.',
+                      flag_values=fv)
+  flags.DEFINE_string('data_dir', None, 'tfds data_dir of the paper datasets.', flag_values=fv)
+  flags.DEFINE_string('inception_path', None, 'Local TF-GAN Inception for FID.', flag_values=fv)
+  flags.DEFINE_string('precision', None, 'perf.precision of every training (default: float32 '
+                      "at the paper scale, each config's own at digits scale).", flag_values=fv)
+  flags.DEFINE_string('release_sngan', None, "Directory of the release's CIFAR-10 refinement "
+                      '(ebm.ckpt, gen.ckpt): its published SN-GAN is the refinement baseline.',
+                      flag_values=fv)
+  flags.DEFINE_string('jobs', 'auto', 'Stages run at once (auto: 1 at paper scale, else up to '
+                      '2).', flag_values=fv)
+  flags.DEFINE_bool('dry_run', False, "Print every stage's commands and resolved config; run "
+                    'nothing.', flag_values=fv)
+  flags.DEFINE_bool('overwrite', False, 'Write into a non-empty --out that reproduce.py did not '
+                    'make (only its own files; others are never replaced).', flag_values=fv)
+
+
+COMMANDS = {c.name: c for c in (
+    Command('train', 'train.py', 'Trains any experiment: the kind of run comes from the '
+            "config's `experiment`.",
+            ('', '--config=digits_refine --workdir=workdir/digits_refine',
+             '--config=cifar10_refine --config.generator.path=/data/runs/cifar10_sngan '
+             '--workdir=gs://bucket/refine --tpu=my-tpu'),
+            _define_train, 'tf_hat_ebm.trainer:train_command',
+            'Running the same command again resumes from the workdir\'s latest checkpoint. '
+            '--config.<field>=<value> overrides a field (a misspelt field is an error).',
+            default_config='digits_synth', required=()),
+    Command('sample', 'sample.py', 'Samples of a trained Hat EBM as PNG grids and an .npz, and '
+            'the Langevin-path figure.',
+            ('--workdir=workdir/digits_synth --num_samples=100',
+             '--saved_model=exported/digits_synth --output=/tmp/samples'),
+            _define_sample, 'tf_hat_ebm.samples:sample_run', required=()),
+    Command('export', 'export.py', 'Exports a trained Hat EBM as a SavedModel '
+            '(tf.saved_model.load / tensorflow_hub.load).',
+            ('--workdir=workdir/digits_synth --output=exported/digits_synth',),
+            _define_export, 'tf_hat_ebm.export:export_run'),
+    Command('evaluate-fid', 'evaluate_fid.py', 'FID of a trained Hat EBM beside its baselines, '
+            'all with one feature network.',
+            ('--workdir=workdir/digits_synth',
+             '--workdir=/data/runs/cifar10 --inception_path=/data/inception'),
+            _define_fid, 'tf_hat_ebm.evaluation.fid:evaluate_run',
+            'Writes <workdir>/fid.json and eval/fid_<method> in the workdir\'s TensorBoard.'),
+    Command('evaluate-ood', 'evaluate_ood.py', 'Out-of-distribution detection by the energy '
+            'H(x) (the paper\'s Table 3): AUROC per OOD set.',
+            ('--workdir=workdir/digits_synth',
+             '--workdir=/data/runs/cifar10 --data_dir=/data/tfds'),
+            _define_ood, 'tf_hat_ebm.evaluation.ood:evaluate_run',
+            'Writes <workdir>/ood.json, <workdir>/ood_energies.png and eval/ood_auroc_<set>.'),
+    Command('compare', 'compare_baselines.py', 'The Hat EBM beside its baselines (the '
+            'generator alone, DDLS) for a refinement or retrofit run.',
+            ('--workdir=workdir/digits_refine', '--workdir=workdir/digits_retrofit'),
+            _define_compare, 'tf_hat_ebm.evaluation.compare:compare_run',
+            'Writes <workdir>/compare/{generator,ddls,hat_ebm,side_by_side}.png (and scores.json '
+            'for the digits).'),
+    Command('gallery', 'gallery.py', 'The README\'s gallery figure from a trained run: X = G(Z) '
+            '+ Y, G(Z), Y and a Langevin path.',
+            ('--workdir=workdir/digits_synth --out=docs/gallery.png',),
+            _define_gallery, 'tf_hat_ebm.samples:gallery'),
+    Command('import-release', 'import_release.py', 'Turns the authors\' published models (Keras '
+            'save_weights checkpoints) into a tf_hat_ebm workdir.',
+            ('--config=cifar10_synth --hat=release/cifar10/ebm.ckpt '
+             '--generator=release/cifar10/gen.ckpt --workdir=workdir/release_c10',
+             '--config=cifar10_retrofit --hat=release/retrofit/ebm.ckpt '
+             '--decoder=release/retrofit/dec.ckpt --workdir=workdir/release_rf'),
+            _define_import, 'tf_hat_ebm.release_import:import_command',
+            '--hat/--generator/--decoder take a checkpoint prefix (the path given to '
+            'save_weights, without .index); the config must describe the published networks.',
+            default_config='', required=('config', 'workdir')),
+    Command('reproduce', 'reproduce.py', 'The paper in one command: every table and figure as '
+            'resumable stages, and a report.',
+            ('', '--dry_run', '--scale=paper --tpu=my-tpu --data_dir=gs://bucket/tfds '
+             '--inception_path=/data/inception --out=/data/reproduce'),
+            _define_reproduce, 'tf_hat_ebm.reproduction.pipeline:reproduce_command',
+            'A finished stage leaves <out>/<stage>/done.json and is skipped on the next run; an '
+            'interrupted one resumes. Writes <out>/report.md, report.json and figures/.',
+            required=()),
+)}
+
+
+def program(argv0):
+  """The program's name as typed: `python experiments/sample.py` or `tf-hat-ebm-sample`."""
+  if argv0.endswith('.py'):
+    return f'python {os.path.relpath(argv0) if os.path.isabs(argv0) else argv0}'
+  return os.path.basename(argv0)
+
+
+def help_text(command, prog, fv):
+  """The --help page: usage, summary, examples as typed, description, flags, shipped configs."""
+  lines = [f'usage: {prog} [flags]', command.summary, '', 'examples:']
+  lines += [f'    {prog} {example}'.rstrip() for example in command.examples]
+  if command.description:
+    lines += [''] + textwrap.wrap(command.description, 100)
+  lines += ['', 'flags:']
+  lines += [_flag_line(fv[name]) for name in _own_flags(fv)]
+  if command.default_config is not None:
+    default = f'; default {command.default_config}' if command.default_config else ''
+    lines += ['', f'shipped configs (--config=NAME, or the path of a config file{default}):']
+    lines += textwrap.wrap(', '.join(config_names()), 100, initial_indent='    ',
+                           subsequent_indent='    ')
+  return '\n'.join(lines)
+
+
+def _own_flags(fv):
+  """The command's flags (not the --config.<field> overrides ml_collections adds)."""
+  return sorted(name for name in fv.flag_values_dict() if '.' not in name)
+
+
+def _flag_line(flag):
+  prefix = f'--[no]{flag.name}' if flag.boolean else f'--{flag.name}'
+  default = '' if flag.default is None or flag.name == 'config' else f' (default: {flag.default})'
+  return textwrap.fill(f'  {prefix}: {flag.help}{default}', 100, subsequent_indent='      ')
+
+
+def _config_flag_error(error, argv):
   """One line for a --config file or override that ml_collections cannot load."""
   while error.args and isinstance(error.args[0], BaseException):  # AttributeError(KeyError(..))
     error = error.args[0]
@@ -129,17 +410,17 @@ def _config_flag_error(error):
             '; '.join(lines).replace("'", '', 2)) if lines else type(error).__name__
   if isinstance(error, KeyError):
     text = f'no such config field {text}'
-  given = [a for a in sys.argv[1:] if a.lstrip('-').startswith('config')]
+  given = [a for a in argv[1:] if a.lstrip('-').startswith('config')]
   named = [a.split('=')[0] for a in given if any(
       a.split('=')[0].endswith('.' + w.strip('\'",;')) for w in text.split()[:5])]
   return f'{", ".join(named or given or ["--config"])}: {text}'
 
 
-def _user_frame(error):
+def _user_frame(error, argv):
   """The innermost frame of the error in the user's own files (not Python's import machinery
   nor the libraries'): the line of a config file to look at."""
   frames = traceback.extract_tb(error.__traceback__)
-  given = {os.path.abspath(p) for p in config_file_args(sys.argv[1:])}
+  given = {os.path.abspath(p) for p in config_file_args(argv[1:])}
   files = [f for f in frames if os.path.abspath(f.filename) in given]
   own = [f for f in frames if not f.filename.startswith('<')
          and os.sep + 'site-packages' + os.sep not in f.filename]
@@ -167,75 +448,106 @@ def refuse_json_config(argv):
            'export or evaluate it, pass its directory as --workdir')
 
 
-def _parse_flags(argv):
+def _define(command, argv):
+  """The command's flags on a FlagValues of their own (commands share names, not state)."""
+  fv = flags.FlagValues()
+  try:
+    if command.default_config is not None:
+      default = command.default_config and config_path(command.default_config)
+      config_flags.DEFINE_config_file(
+          'config', default or None,
+          'Experiment config: a shipped config\'s name (see below) or a config file.',
+          flag_values=fv, lock_config=True, sys_argv=argv)
+    command.define(fv)
+    flags.mark_flags_as_required(command.required, flag_values=fv)
+  except (AttributeError, KeyError, TypeError, ValueError, OSError, SyntaxError) as e:
+    fail(_config_flag_error(e, argv))
+  return fv
+
+
+def _parse(fv, argv):
   """absl's flag parsing with every failure on one line (no usage text, no traceback)."""
   try:
-    args = flags.FLAGS(argv)
+    rest = fv(argv)
   except flags.Error as e:
     fail(one_line(e))
   except SyntaxError as e:  # a --config file that is not Python
-    fail(_config_flag_error(e))
+    fail(_config_flag_error(e, argv))
   except Exception as e:  # pylint: disable=broad-except
     # A --config file is user code: whatever it raises is reported against the file and line.
-    frame = _user_frame(e)
+    frame = _user_frame(e, argv)
     given = [a.split('=')[0] for a in argv[1:] if a.lstrip('-').startswith('config')]
     fail(f'{given[0] if given else "--config"}: the config file raised {type(e).__name__}: '
          f'{one_line(e)} ({frame.filename}, line {frame.lineno})')
-  if not flags.FLAGS['verbosity'].present:
-    # Libraries' INFO logs (tfds, SavedModel writing) would bury the one-line errors; the
-    # scripts print their own progress. --verbosity=0 brings them back.
-    logging.set_verbosity(logging.WARNING)
-  # A config file that failed to load fails on first use: use it now, while errors are flags'.
-  for name in flags.FLAGS:
-    value = flags.FLAGS[name].value
-    if type(value).__name__ == '_ErrorConfig':
-      try:
-        value.get('name')
-      except OSError as e:
-        fail(_config_flag_error(e))
-  return args
+  if len(rest) > 1:
+    fail(f'unexpected arguments: {" ".join(rest[1:])} (flags are --name=value)')
+  if 'config' in fv and type(fv['config'].value).__name__ == '_ErrorConfig':
+    try:  # a config file that failed to load fails on first use: use it now
+      fv['config'].value.get('name')
+    except OSError as e:
+      fail(_config_flag_error(e, argv))
 
 
-def run(main, define_flags=None):
-  """app.run(main) for the scripts: flag definition and parsing errors become one line.
-
-  `define_flags` runs first, under the same guard: ml_collections reads --config overrides
-  from sys.argv when the config flag is defined. --help is answered before `main` runs.
-  """
-  refuse_json_config(sys.argv[1:])
-  if define_flags is not None:
-    try:
-      define_flags()
-    except (AttributeError, KeyError, TypeError, ValueError, OSError, SyntaxError) as e:
-      fail(_config_flag_error(e))
-  answer_help()
-  app.run(main, flags_parser=_parse_flags)
+def flow_arguments(fv):
+  """The parsed flags as the flow's keyword arguments."""
+  return {FLOW_ARGS.get(name, name): fv[name].value for name in _own_flags(fv)}
 
 
-def scripts_dir():
-  """experiments/: inside the installed package (a wheel), else beside it (a checkout)."""
-  here = os.path.dirname(os.path.abspath(__file__))
-  for path in (os.path.join(here, 'experiments'),
-               os.path.join(os.path.dirname(here), 'experiments')):
-    if os.path.isfile(os.path.join(path, 'export.py')):
-      return path
-  fail('experiments/ scripts not found beside the tf_hat_ebm package; reinstall it')
+def main(name, argv=None, default_config=None):
+  """Runs the command `name` on argv (default sys.argv): --help, or the flow on the flags."""
+  command = COMMANDS[name]
+  if default_config:
+    command = dataclasses.replace(command, default_config=default_config)
+  argv = sys.argv if argv is None else argv
+  refuse_json_config(argv[1:])
+  argv = resolve_config(argv)
+  fv = _define(command, argv)
+  if any(a.split('=')[0] in HELP_ARGS for a in argv[1:]):
+    print(help_text(command, program(argv[0]), fv))
+    sys.exit(0)
+  _parse(fv, argv)
+  if not flags.FLAGS.is_parsed():
+    flags.FLAGS.mark_as_parsed()  # absl logging: no "logging before flag parsing" line
+  # Libraries' INFO logs (tfds, SavedModel writing) would bury the one-line errors; the
+  # commands print their own progress.
+  logging.set_verbosity(logging.WARNING)
+  module, _, function = command.flow.partition(':')
+  flow = getattr(importlib.import_module(module), function)
+  return main_guard(lambda: flow(**flow_arguments(fv)))
 
 
-def _entry_point(name):
-  def main():
-    path = os.path.join(scripts_dir(), SCRIPTS[name])
-    sys.argv[0] = path
-    sys.path.insert(0, os.path.dirname(path))  # the scripts import their neighbours
-    runpy.run_path(path, run_name='__main__')
-  main.__name__ = name.replace('-', '_')
-  return main
+# The console commands (pyproject.toml's [project.scripts]).
+def train():
+  main('train')
 
 
-train = _entry_point('train')
-sample = _entry_point('sample')
-export = _entry_point('export')
-evaluate_fid = _entry_point('evaluate-fid')
-evaluate_ood = _entry_point('evaluate-ood')
-compare = _entry_point('compare')
-import_release = _entry_point('import-release')
+def sample():
+  main('sample')
+
+
+def export():
+  main('export')
+
+
+def evaluate_fid():
+  main('evaluate-fid')
+
+
+def evaluate_ood():
+  main('evaluate-ood')
+
+
+def compare():
+  main('compare')
+
+
+def gallery():
+  main('gallery')
+
+
+def import_release():
+  main('import-release')
+
+
+def reproduce():
+  main('reproduce')

@@ -72,6 +72,9 @@ def _common(kind):
   # as the authors' release) or 'random_resized' (a random crop of crop_area_range, resized).
   data.crop = 'release'
   data.crop_area_range = (0.5, 1.0)
+  # digits only: the labels the run trains and tests on (() = all), e.g. (0, 1, 2, 3, 4) for a
+  # model whose OOD set `other_digits` holds the other labels (a semantic near-OOD split).
+  data.classes = ()
 
   config.model = model = ml_collections.ConfigDict()
   # 'glorot': Keras' default initialisation, as the authors' release; 'mimicry': gain sqrt(2) on the
@@ -121,6 +124,9 @@ def _perf(config):
   # amx_bf16 / avx512_bf16), else float32 (tpu_utils/hardware.py); or float32 / mixed_bfloat16.
   # States, energies, losses and the bank stay float32 in every case.
   perf.precision = 'auto'
+  # XLA for the whole training step: 'auto' (tf_hat_ebm/perf.py: only small networks on a GPU;
+  # off on CPUs, where it was slower), 'on' or 'off'. It changes rounding, not the math.
+  perf.jit_compile = 'auto'
   return config
 
 
@@ -273,6 +279,33 @@ def digits(config, name, steps, batch_size=32, every=None):
 
 # The SN-GAN's fields of a joint config, which a decoder has none of.
 RETROFIT_LEFT_OUT = ('z_dim', 'disc_width', 'gen_batch_stats')
+
+# Every digits run shrunk to seconds with its own networks: the tests' reproduction pipeline.
+TINY = {'training.num_steps': 2, 'training.steps_per_loop': 1, 'training.log_every': 1,
+        'training.checkpoint_every': 2, 'training.sample_every': 2, 'training.eval_every': 2,
+        'training.bank_size': 64, 'training.n_dis': 1,
+        'langevin.steps': 2, 'sampling.steps': 2, 'ddls.steps': 2}
+SIZES = {'tiny': TINY}
+
+
+def sized(config, size=None):
+  """`config` at `size`, the argument of a config file's `get_config(size=None)` (as
+  `--config=FILE.py:tiny`): None is the config itself, 'tiny' its run in seconds (SIZES). Only
+  the fields the config has are set."""
+  if size in (None, ''):
+    return config
+  if size not in SIZES:
+    raise ValueError(f'config size {size!r}: known sizes are {", ".join(SIZES)} (or none)')
+  for path, value in SIZES[size].items():
+    *sections, name = path.split('.')
+    section = config
+    for key in sections:
+      section = section.get(key) if key in section else None
+      if section is None:
+        break
+    if section is not None and name in section:
+      section[name] = value
+  return config
 
 
 def retrofit(config, path):

@@ -42,6 +42,14 @@ def digits_arrays(split):
   return images[idx][..., None], digits.target[idx]
 
 
+def select_classes(images, labels, classes):
+  """(images, labels) of the examples whose label is in `classes` (empty or None: all)."""
+  if classes is None or len(classes) == 0:
+    return images, labels
+  keep = np.isin(labels, list(classes))
+  return images[keep], labels[keep]
+
+
 def _resize(image, size, method):
   return tf.image.resize(image, [size, size], method=method)
 
@@ -183,7 +191,7 @@ def images_dataset(cfg, split, input_context=None, training=True):
   """Unbatched float32 images in [-1, 1] of shape [image_size, image_size, channels]."""
   check_dataset(cfg.name)
   if cfg.name == 'digits':
-    images, _ = digits_arrays(split)
+    images, _ = select_classes(*digits_arrays(split), cfg.get('classes'))
     ds = tf.data.Dataset.from_tensor_slices(images)
     if input_context is not None and input_context.num_input_pipelines > 1:
       ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
@@ -208,3 +216,18 @@ def train_dataset(cfg, global_batch_size, input_context=None):
 def eval_dataset(cfg, split, batch_size):
   """One pass over split, in order, batched (last batch may be smaller)."""
   return images_dataset(cfg, split, training=False).batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+# Out-of-distribution sets of evaluation/ood.py: tfds sets resized to the model's resolution, or
+# for the digits sets built offline.
+TFDS_OOD_SETS = ('svhn_cropped', 'cifar100', 'celeb_a')
+OFFLINE_OOD_SETS = ('inverted_digits', 'resampled_digits', 'uniform_noise', 'gaussian_noise',
+                    'natural_patches')
+NEAR_OOD_SETS = ('other_digits',)  # only for a model of some of the digits (data.classes)
+
+
+def default_ood_sets(data_cfg):
+  """The OOD sets a run of `data_cfg` is scored against by default."""
+  if data_cfg.name == 'digits':
+    return list(OFFLINE_OOD_SETS) + (list(NEAR_OOD_SETS) if data_cfg.get('classes') else [])
+  return [name for name in TFDS_OOD_SETS if name != data_cfg.name]

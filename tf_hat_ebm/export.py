@@ -6,6 +6,8 @@ and its workdir give the same samples for the same seed. Loading needs TensorFlo
   model = tf.saved_model.load(path)           # or tensorflow_hub.load(path)
   x = model.sample(num_samples=16, seed=0)['images']        # [16, size, size, channels] in [-1, 1]
   e = model.energy(x)['energy']                              # [16], higher = less likely
+  e = model(x)                                               # the same: __call__, serving_default
+  layer = tensorflow_hub.KerasLayer(path)                    # energy in Keras, H's parameters
 
 `num_samples` and `seed` are int64 scalars (Python ints convert; `seed` defaults to 0), `energy`
 takes float32 images [N, size, size, channels]: the signatures are concrete. Inputs are checked
@@ -32,7 +34,10 @@ import tensorflow as tf
 import tf_hat_ebm
 from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
+from tf_hat_ebm import outputs
+from tf_hat_ebm import run_lib
 from tf_hat_ebm import text as text_lib
+from tf_hat_ebm import trained_run
 # num_samples is int64 (an int32 input would wrap 2**32 + 4 to 4); one call makes at most this many.
 MAX_SAMPLES = 2**31 - 1
 # energy() accepts images in [-1, 1] up to float rounding; [0, 255] or [0, 1]-scaled data is not.
@@ -75,8 +80,13 @@ def check_values(x, function, what, bound=None):
 
 class HatEBMModule(tf.Module):
   """What every exported Hat EBM has: its networks' variables, the sampling chain's settings,
-  `energy` and the signatures. The chain itself (`sample`, `sample_path`) is the subclass's:
-  ConditionalHatEBMModule (synthesis) or JointHatEBMModule (refinement, retrofit)."""
+  `energy`, the reusable-SavedModel attributes and the signatures. The chain itself (`sample`,
+  `sample_path`) is the subclass's: ConditionalHatEBMModule (synthesis) or JointHatEBMModule
+  (refinement, retrofit)."""
+
+  # Plain attributes, saved with the model, in place of tf.Module's computed properties: the
+  # reusable SavedModel API names these lists (set in __init__).
+  variables = trainable_variables = None
 
   def __init__(self, model, image_shape, path_steps=None, name='hat_ebm'):
     """model: a tasks.base.InferenceModel (H, G and the sampling chain of a restored run)."""
@@ -108,8 +118,15 @@ class HatEBMModule(tf.Module):
         for k, v in dataclasses.asdict(settings).items()}
     self.rng = tf.random.Generator.from_seed(0)
     # A concrete signature: the image shape is the model's, known only here.
-    self.energy = tf.function(self._energy, input_signature=[
-        tf.TensorSpec([None, *self._image_shape], tf.float32, name='images')])
+    images_spec = tf.TensorSpec([None, *self._image_shape], tf.float32, name='images')
+    self.energy = tf.function(self._energy, input_signature=[images_spec])
+    # The reusable SavedModel API (tensorflow_hub.KerasLayer(path) with no signature): __call__
+    # scores images, `variables` / `trainable_variables` are those of H, which __call__ uses.
+    self.__call__ = tf.function(lambda images: self._energy(images)['energy'],
+                                input_signature=[images_spec])
+    self.variables = list(hat.variables)
+    self.trainable_variables = list(hat.trainable_variables)
+    self.regularization_losses = []
 
   @property
   def expected_shape(self):
@@ -131,9 +148,10 @@ class HatEBMModule(tf.Module):
     return {}
 
   def signatures(self):
-    return {'sample': self.sample.get_concrete_function(),
-            'sample_path': self.sample_path.get_concrete_function(),
-            'energy': self.energy_functions()[0], **self.extra_signatures()}
+    energy = self.energy_functions()[0]
+    return {'serving_default': energy, 'energy': energy,
+            'sample': self.sample.get_concrete_function(),
+            'sample_path': self.sample_path.get_concrete_function(), **self.extra_signatures()}
 
 
 class ConditionalHatEBMModule(HatEBMModule):
@@ -246,8 +264,8 @@ class JointHatEBMModule(HatEBMModule):
 
 
 def build_module(run, path_steps=None):
-  """The exportable module of a restored `runs.Run` (its kind's, registry.py), carrying what the
-  SavedModel says about itself (describe)."""
+  """The exportable module of a restored `trained_run.Run` (its kind's, registry.py), carrying
+  what the SavedModel says about itself (describe)."""
   module = run.kind.export_module(run.model, run.config, path_steps)
   describe(module, run)
   return module
@@ -288,6 +306,7 @@ def _measured(workdir):
           lines.append(f'- FID {md(key)} ({md(result.get("feature_net"))}, '
                        f'{md(result.get("num_samples"))} samples, step {md(result.get("step"))}): '
                        f'{mean}')
+      lines.append(f'  - {fid_features_note(md(result.get("feature_net")))}')
     else:
       reference = (result.get('in_distribution') or {}).get('name')
       for key, value in (result.get('sets') or {}).items():
@@ -356,7 +375,61 @@ e = model.energy(out['images'])['energy']      # H(x): lower = more like the dat
 - `energy(images)`: float32 [N, {h}, {w}, {c}] in [-1, 1] -> `energy` [N]{refine}
 - variables: `step`, `dataset`, `experiment`, `config_name`, `version`, `precision`,
   `image_shape`, `path_steps`, `chain_settings`
-- in Keras: `tensorflow_hub.KerasLayer(PATH, signature='energy', output_key='energy')`
+- `model(images)` (`__call__`, also the `serving_default` signature): the energy [N] alone;
+  `variables` and `trainable_variables` are H's
+- in Keras: `tensorflow_hub.KerasLayer(PATH)` scores images, its parameters H's
+{model_card_notes()}"""
+
+
+PAPER = ('Mitch Hill, Erik Nijkamp, Jonathan Mitchell, Bo Pang, Song-Chun Zhu. Learning '
+         'Probabilistic Models from Generator Latent Spaces with Hat EBM. NeurIPS 2022')
+ARXIV_URL = 'https://arxiv.org/abs/2210.16486'
+RELEASE_URL = 'https://github.com/point0bar1/hat-ebm'
+BIBTEX = """@inproceedings{hill2022hatebm,
+  title         = {Learning Probabilistic Models from Generator Latent Spaces with Hat {EBM}},
+  author        = {Hill, Mitch and Nijkamp, Erik and Mitchell, Jonathan and Pang, Bo and
+                   Zhu, Song-Chun},
+  booktitle     = {Advances in Neural Information Processing Systems},
+  volume        = {35},
+  year          = {2022},
+  eprint        = {2210.16486},
+  archivePrefix = {arXiv}
+}"""
+
+
+def fid_features_note(feature_net):
+  """What a FID of the model card was measured with: Inception FID or not."""
+  if str(feature_net).startswith('inception'):
+    return ('features: TF-GAN Inception pool3, the FID of the paper and of published tables')
+  return (f'features: {feature_net}, a small classifier trained on this dataset (cached as '
+          '~/.cache/tf_hat_ebm); NOT Inception FID: compare it only with FIDs measured the same '
+          'way, never with published numbers')
+
+
+def model_card_notes():
+  """The model card's closing sections: limitations, license, citation."""
+  return f"""
+## Limitations
+
+- A research model: samples come from a Langevin chain started at G(Z) and show what the EBM
+  learned on its training data only; energies are relative (only differences mean anything) and
+  are not calibrated likelihoods.
+- `energy` expects images like the training data ([-1, 1], this size and channel count); other
+  images get a number, not a meaningful score. As an OOD detector it is as good as the measured
+  AUROCs above, on those sets only.
+- Small-data models (the digits) are demonstrations; their FID is not Inception FID.
+
+## License
+
+Apache-2.0 (the tf_hat_ebm license). The training data keeps its own license.
+
+## Citation
+
+The paper ({ARXIV_URL}; the authors' release: {RELEASE_URL}):
+
+```bibtex
+{BIBTEX}
+```
 """
 
 
@@ -383,7 +456,7 @@ def load_saved_model(path, flag):
   """A SavedModel written by `save`; anything else is a one-line error naming --flag."""
   if not tf.io.gfile.exists(os.path.join(path, 'saved_model.pb')):
     raise ValueError(f'--{flag}={path}: no saved_model.pb there (write one with '
-                     'experiments/export.py)')
+                     'tf-hat-ebm-export)')
   try:
     model = tf.saved_model.load(path)
   except (OSError, ValueError, KeyError, message.DecodeError, tf.errors.OpError) as e:
@@ -393,5 +466,26 @@ def load_saved_model(path, flag):
   missing = [name for name in ('sample', 'sample_path', 'energy') if not hasattr(model, name)]
   if missing:
     raise ValueError(f'--{flag}={path} is not a Hat EBM export (no {", ".join(missing)}); '
-                     'write one with experiments/export.py')
+                     'write one with tf-hat-ebm-export')
   return model
+
+
+def export_run(workdir, output=None, path_steps=None, overwrite=False, **load):
+  """tf-hat-ebm-export: the SavedModel of a workdir's run (at `load`'s checkpoint) in `output`
+  (default <workdir>/saved_model), replacing an earlier export only with `overwrite` and only
+  once the new one is written completely. Returns the module."""
+  output = output or os.path.join(workdir, 'saved_model')
+  out = outputs.OwnedOutput(output, 'export', overwrite, 'output')
+  out.check()  # before any work
+  run = trained_run.load_run(workdir, **load)
+  module = build_module(run, path_steps=run_lib.int_list(path_steps, 'path_steps'))
+  with out:  # staged first: a failed export (disk full, Ctrl-C, ...) leaves the old one intact
+    save(module, out.staging)
+    out.commit()
+  s = run.model.sampling
+  print(f'Exported step {run.step} of {workdir} to {output}\n'
+        f'  sample(num_samples, seed): K={s.steps}, eps={s.step_size:g}, T={s.temperature:g}, '
+        f'Y0 scale={s.init_scale:g}; images {module.expected_shape} in [-1, 1]\n'
+        f'  sample_path steps: {list(module.path_steps.numpy())}\n'
+        f'  energy(images): float32 {module.expected_shape} -> [N]')
+  return module

@@ -134,13 +134,16 @@ def grid_figure(panels, title, path=None, columns=None):
   Returns the metadata of `_save` plus 'y_scale' (s, or None without a residual panel),
   'clipped' (fraction of residual values outside [-s, s]: 0) and 'tile_px'.
   """
-  shown, y_scale, clipped, tile_px = [], None, 0.0, None
+  shown, y_scale, clipped, tile_px, outside = [], None, 0.0, None, {}
   for label, images, kind in panels:
     images = np.asarray(images, np.float32)
     if kind == 'residual':
       y_scale = symmetric_scale(images)
       clipped = float(np.mean(np.abs(images) > y_scale))
       label = f'{label}   (shown on \u00b1{y_scale:.3g}, grey = 0)'
+    else:
+      outside[label] = out_of_range(images)
+      label += clip_note(outside[label])
     big = upscale(images)
     tile_px = big.shape[1]
     grid = tiles(_to_display(big, kind, y_scale), columns=columns, pad=2)
@@ -161,8 +164,22 @@ def grid_figure(panels, title, path=None, columns=None):
              ha='center', va='center', fontsize=10)
     left += w + GAP_PX
   meta = _save(fig, path)
-  meta.update(y_scale=y_scale, clipped=clipped, tile_px=tile_px)
+  meta.update(y_scale=y_scale, clipped=clipped, tile_px=tile_px, outside=outside)
   return meta
+
+
+def out_of_range(images):
+  """The fraction of image values outside [-1, 1], which the figures show clipped (a generator
+  with a 2 tanh output range reaches +-2)."""
+  images = np.asarray(images, np.float32)
+  return float(np.mean(np.abs(images) > 1.0)) if images.size else 0.0
+
+
+def clip_note(fraction):
+  """A label suffix that says values were clipped for display, or ''."""
+  if fraction <= 0:
+    return ''
+  return f'   ({100 * fraction:.2g}% of values outside [-1, 1], shown clipped)'
 
 
 def path_figure(path, title, out=None, energies=None, num_chains=4):
@@ -194,7 +211,9 @@ def path_figure(path, title, out=None, energies=None, num_chains=4):
   height = TITLE_PX + 2 * LABEL_PX + len(rows) * cell + curve_px + 2 * MARGIN_PX + 20
   fig = _new_figure(width, height)
   _title(fig, title, 1 - (MARGIN_PX + TITLE_PX / 2) / height)
-  _title(fig, f'X = G(Z) + Y; Y shown on \u00b1{y_scale:.3g} (grey = 0); columns: chain steps',
+  outside = out_of_range(g_z[:, :n] if moving else g_z[:n])
+  _title(fig, f'X = G(Z) + Y; Y shown on \u00b1{y_scale:.3g} (grey = 0); columns: chain steps'
+         + (f'; G(Z): {100 * outside:.2g}% outside [-1, 1], shown clipped' if outside else ''),
          1 - (MARGIN_PX + TITLE_PX + LABEL_PX / 2) / height, fontsize=9, weight='normal')
   top = height - MARGIN_PX - TITLE_PX - LABEL_PX
   x0 = MARGIN_PX + label_w + (width - 2 * MARGIN_PX - label_w - columns * cell) / 2
@@ -223,7 +242,7 @@ def path_figure(path, title, out=None, energies=None, num_chains=4):
     ax.set_xlim(steps[0] - 0.5, steps[-1] + 0.5)
   meta = _save(fig, out)
   meta.update(y_scale=y_scale, clipped=float(np.mean(np.abs(y[:, :n]) > y_scale)),
-              tile_px=h, steps=steps, rows=[label for label, _ in rows])
+              tile_px=h, steps=steps, rows=[label for label, _ in rows], g_z_outside=outside)
   return meta
 
 
@@ -251,6 +270,11 @@ CURVE_PANELS = (
 )
 
 
+# (line style, marker) of the 1st, 2nd, ... curve of a panel.
+LINE_STYLES = (('-', 'o'), ('--', 's'), (':', '^'), ('-.', 'D'), ((0, (5, 1, 1, 1)), 'v'),
+               ((0, (1, 3)), 'x'))
+
+
 def training_curves(series, title, path=None):
   """One PNG of the training curves: series {metric name: [(step, value)]}; panels without data
   are left out. Returns `_save`'s metadata plus 'panels'."""
@@ -259,26 +283,40 @@ def training_curves(series, title, path=None):
   panels = [p for p in panels if p[1]]
   columns = 2
   rows = max(1, math.ceil(len(panels) / columns))
-  fig = _new_figure(1100, 60 + 260 * rows)
-  _title(fig, title, 1 - 22 / (60 + 260 * rows))
+  row_px = 290
+  fig = _new_figure(1100, 60 + row_px * rows)
+  _title(fig, title, 1 - 22 / (60 + row_px * rows))
+  axes = []
   for i, (name, curves, log) in enumerate(panels):
     ax = fig.add_subplot(rows, columns, i + 1)
-    for key, legend in curves:
+    for j, (key, legend) in enumerate(curves):
       steps, values = zip(*series[key])
       values = np.asarray(values, np.float64)
       if log and np.all(values > 0):
         ax.set_yscale('log')
         ax.minorticks_off()  # minor ticks of log axes cost most of the drawing time
-      ax.plot(steps, values, label=legend, linewidth=1.2)
+      # Own line style and sparse markers: curves that coincide (two zero counts) stay visible.
+      # Markers staggered between curves, so the one drawn last does not hide the others'.
+      style, every = LINE_STYLES[j % len(LINE_STYLES)], max(1, len(steps) // 8)
+      ax.plot(steps, values, label=legend, linewidth=1.2 + 0.6 * (len(curves) - 1 - j),
+              linestyle=style[0], marker=style[1], markersize=4,
+              markevery=(j * every // len(curves), every), alpha=0.9)
     ax.set_title(name, fontsize=10)
     ax.set_xlabel('training step', fontsize=8)
     ax.tick_params(labelsize=8)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc='upper right')
-  fig.subplots_adjust(top=1 - 50 / (60 + 260 * rows), hspace=0.45, wspace=0.2, left=0.07,
-                      right=0.98, bottom=0.08 if rows == 1 else 0.05)
+    # Below the axes, never over the data (the newest points are at the right edge).
+    ax.legend(fontsize=8, loc='upper center', bbox_to_anchor=(0.5, -0.17),
+              ncol=min(len(curves), 3), frameon=False)
+    axes.append(ax)
+  fig.subplots_adjust(top=1 - 50 / (60 + row_px * rows), hspace=0.75, wspace=0.2, left=0.07,
+                      right=0.98, bottom=0.16 if rows == 1 else 0.09)
   meta = _save(fig, path)
   meta['panels'] = [name for name, _, _ in panels]
+  renderer = fig.canvas.get_renderer()
+  meta['legends_over_data'] = sum(
+      ax.get_legend().get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
+      for ax in axes if ax.get_legend() is not None)
   return meta
 
 
@@ -308,6 +346,48 @@ def energy_histograms(energies, title, path=None, reference=None, notes=None):
   return _save(fig, path)
 
 
+def montage(panels, title, path=None):
+  """Figures already drawn, side by side under one title, each labelled: panels [(label, PNG
+  path or bytes)] (e.g. the training grids of each ablation arm at one step, or each baseline's
+  grid beside the Hat EBM's). Missing files are an error naming them. Returns `_save`'s metadata.
+  """
+  images = []
+  for label, source in panels:
+    if isinstance(source, str):
+      if not tf.io.gfile.exists(source):
+        raise FileNotFoundError(f'montage panel {label!r}: no figure at {source}')
+      with tf.io.gfile.GFile(source, 'rb') as f:
+        source = f.read()
+    images.append((label, tf.io.decode_png(source, channels=4).numpy()))
+  widths = [image.shape[1] for _, image in images]
+  heights = [image.shape[0] for _, image in images]
+  width = max(sum(widths) + GAP_PX * (len(images) - 1) + 2 * MARGIN_PX, 360)
+  height = max(heights) + TITLE_PX + LABEL_PX + 2 * MARGIN_PX
+  fig = _new_figure(width, height)
+  _title(fig, title, 1 - (MARGIN_PX + TITLE_PX / 2) / height)
+  left = (width - sum(widths) - GAP_PX * (len(images) - 1)) / 2
+  for (label, image), w, h in zip(images, widths, heights):
+    fig.figimage(image, xo=int(left), yo=MARGIN_PX + max(heights) - h, origin='upper')
+    fig.text((left + w / 2) / width, (MARGIN_PX + max(heights) + LABEL_PX / 2) / height, label,
+             ha='center', va='center', fontsize=10)
+    left += w + GAP_PX
+  meta = _save(fig, path)
+  meta['panels'] = [label for label, _ in images]
+  return meta
+
+
 def decode(meta):
   """The figure's PNG as a uint8 [H, W, 4] array (for tf.summary.image)."""
   return tf.io.decode_png(meta['png'], channels=4).numpy()
+
+
+def stack(images):
+  """RGBA images one above the other, centred on white."""
+  width = max(p.shape[1] for p in images)
+  rows = []
+  for p in images:
+    left = (width - p.shape[1]) // 2
+    row = np.full([p.shape[0], width, 4], 255, np.uint8)
+    row[:, left:left + p.shape[1]] = p
+    rows.append(row)
+  return np.concatenate(rows)

@@ -24,9 +24,22 @@ half-step; each half-step computes G(Z) on its own, so the same work plus one G 
 Counted as sample_joint is written; graph optimisation may prune G(Z0), of which only the shape
 is used.
 """
+from typing import Callable, Optional, Tuple
+
+import ml_collections
 import tensorflow as tf
 
 from tf_hat_ebm import langevin
+
+# A kind's `flops` hook (registry.Kind.hooks): (config, h, g, batch, steps) -> (FLOPs of a training
+# step, of one chain), at per-image forward FLOPs h (hat) and g (generator).
+StepFlops = Callable[[ml_collections.ConfigDict, float, float, int, int], Tuple[float, float]]
+
+
+def step_flops(kind, config, h, g, batch, steps) -> Optional[Tuple[float, float]]:
+  """The kind's StepFlops at these sizes, or None when it has no formula."""
+  formula: Optional[StepFlops] = kind.load_hook('flops')
+  return formula(config, h, g, batch, steps) if formula else None
 
 
 def forward_flops(model, input_shape, dtype=tf.float32):

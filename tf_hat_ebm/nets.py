@@ -113,7 +113,10 @@ class DiscriminatorBlock(layers.Layer):
     super().build(input_shape)
 
   def call(self, x):
-    h = x if self.stem else tf.nn.relu(x)
+    # max(x, 0), the ReLU by another op: on CPU the oneDNN remapper fuses the block before's
+    # Conv2D + BiasAdd + Add with a Relu here although that Add also feeds this block's shortcut,
+    # and fails ("remapper failed"), leaving the whole graph unfused.
+    h = x if self.stem else tf.maximum(x, tf.zeros([], x.dtype))
     h = self.c2(tf.nn.relu(self.c1(h)))
     if self.downsample:
       h = downsample(h)
@@ -285,21 +288,16 @@ def with_precision(precision, build_fn):
     tf.keras.mixed_precision.set_global_policy(previous)
 
 
-def model_init(config_model):
-  # Configs written before model.init existed were trained with Mimicry's initialisation.
-  return config_model.get('init', 'mimicry')
-
-
 def make_hat(config_model, image_size, channels):
   return HatNetwork(image_size, channels, config_model.hat_width,
-                    init=model_init(config_model)).build_for_input()
+                    init=config_model.init).build_for_input()
 
 
 def make_generator(config_model, image_size, channels):
   return Generator(image_size, channels, config_model.gen_width, config_model.z_dim,
                    config_model.out_factor,
                    batch_stats=config_model.get('gen_batch_stats', False),
-                   init=model_init(config_model)).build_for_input()
+                   init=config_model.init).build_for_input()
 
 
 # ---- SN-GAN discriminator ----------------------------------------------------------------------
@@ -448,9 +446,9 @@ class Decoder(tf.keras.Model):
 
 def make_encoder(config):
   return Encoder(config.data.image_size, config.data.channels, config.model.enc_width,
-                 model_init(config.model)).build_for_input()
+                 config.model.init).build_for_input()
 
 
 def make_decoder(config):
   return Decoder(config.data.image_size, config.data.channels, config.model.gen_width,
-                 config.model.out_factor, model_init(config.model)).build_for_input()
+                 config.model.out_factor, config.model.init).build_for_input()

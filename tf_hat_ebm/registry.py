@@ -1,6 +1,7 @@
 """The kinds of experiment: one `Kind` per value of config.experiment, holding everything that
-differs by kind (defaults, task, inference model, export module, FLOP formula, the fields that block
-a resume, the evaluation it offers, its test sizes). Scripts, benchmarks and tests ask it.
+differs by kind: its contract (defaults, task, inference model, export module, the fields that
+block a resume) and the hooks the tools ask of it (FLOP formula, FID rows, test sizes, ...), each
+typed by its tool. Scripts, benchmarks and tests ask it.
 
 A kind outside this file is a module path: config.experiment = 'package.module' names a module
 that defines `KIND = registry.Kind(name='package.module', ...)` (docs/code.md). It is imported
@@ -13,7 +14,7 @@ of TensorFlow for the config files.
 """
 import dataclasses
 import importlib
-from typing import Mapping, Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 # Fields that decide the shapes in any checkpoint, or what the run means: a workdir made with other
 # values is not resumed (others, e.g. num_steps or logging, may change on resume).
@@ -23,32 +24,36 @@ STRUCTURAL = ('experiment', 'data.name', 'data.image_size', 'data.channels', 'mo
 
 @dataclasses.dataclass(frozen=True)
 class Kind:
+  """The contract of a kind: its defaults, its task, the inference model `load_run` restores, the
+  SavedModel module every chain runs through, the fields that block a resume; and `hooks`, what
+  the tools ask of it, each hook named and typed by the tool that uses it:
+
+    flops           flops.StepFlops ('module:function'; step_time.py: GFLOP/s)
+    fid_rows        evaluation.fid.FidRows ('module:function'; tf-hat-ebm-evaluate-fid)
+    fid_run         evaluation.fid.LoadRun ('module:function': a run without an inference model)
+    baselines       evaluation.compare.Baselines (bool: the generator alone and DDLS apply)
+    release         release_import.Release ('conditional' or 'joint': the release's model type)
+    grid_labels     summaries.GridLabels (panel labels of the training grids)
+    speed_variants  benchmarks/step_time.py's SpeedVariants (its `perf` variants)
+    tiny            tests/conftest.py's Tiny (config overrides that shrink a run to seconds)
+  A hook a kind lacks means the tool does not apply (or uses its default).
+  """
   name: str
   config: str                     # 'module:function() -> ConfigDict', the kind's defaults (no TF)
   task: str                       # 'module:Class', a tasks.base.Task
   inference: Optional[str] = None  # 'module:function(config) -> tasks.base.InferenceModel'
   export: Optional[str] = None    # 'module:Class(model, image_shape, path_steps) -> tf.Module'
-  # 'module:function(config, h, g, batch, steps) -> (FLOPs of a training step, of one chain)' at
-  # per-image forward FLOPs h (hat) and g (generator); None: no formula (step_time.py says so).
-  flops: Optional[str] = None
   structural: Tuple[str, ...] = ()  # fields besides STRUCTURAL that block a resume
-  # 'module:function(run, net, train, num_samples, runs, seed, batch_size) -> (rows, fids, chain)':
-  # the FID rows evaluate_fid.py reports for a run of this kind.
-  fid_rows: Optional[str] = None
-  # 'module:function(workdir, checkpoint) -> run' for a kind without an inference model whose
-  # fid_rows still score something (an SN-GAN's generator alone); None: runs.load_run.
-  fid_run: Optional[str] = None
-  # Labels of the training grids' panels ('x', 'g_z') where they are not X = G(Z) + Y and G(Z).
-  grid_labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
-  # The step_time.py variants of the kind's `perf` options (benchmarks/step_time.py).
-  speed_variants: Tuple[str, ...] = ()
-  # Runs whose chain starts from a frozen generator's latents: compare.py puts the generator alone
-  # (and DDLS) beside the Hat EBM.
-  baselines: bool = False
-  # The authors' release's model type a run of this kind holds, 'conditional' or 'joint'
-  # (release_import.py), or None: the release has none.
-  release: Optional[str] = None
-  tiny: Mapping[str, object] = dataclasses.field(default_factory=dict)  # tests' extra overrides
+  hooks: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+  def hook(self, name, default=None):
+    """The hook `name` as given (data, or a 'module:attribute' string), or `default`."""
+    return self.hooks.get(name, default)
+
+  def load_hook(self, name):
+    """The object a 'module:attribute' hook names, imported now; None when the kind has none."""
+    spec = self.hooks.get(name)
+    return load(spec) if spec else None
 
   def defaults(self):
     """The neutral defaults of the kind: a fresh, unlocked ConfigDict."""
@@ -73,10 +78,6 @@ class Kind:
     return load(self.export)(model, (data.image_size, data.image_size, data.channels),
                              path_steps=path_steps)
 
-  def step_flops(self, config, h, g, batch, steps):
-    """(FLOPs of a training step, of one chain), or None when the kind has no formula."""
-    return load(self.flops)(config, h, g, batch, steps) if self.flops else None
-
   def structural_keys(self):
     return STRUCTURAL + tuple(self.structural)
 
@@ -97,25 +98,30 @@ _SYNTH, _JOINT = 'tf_hat_ebm.tasks.synthesis', 'tf_hat_ebm.tasks.joint'
 KINDS = {k.name: k for k in (
     Kind('synthesis', 'tf_hat_ebm.config:synthesis_defaults', f'{_SYNTH}:SynthesisTask',
          f'{_SYNTH}:inference_model', 'tf_hat_ebm.export:ConditionalHatEBMModule',
-         flops='tf_hat_ebm.flops:synthesis', fid_rows='tf_hat_ebm.evaluation.rows:synthesis',
          structural=('training.bank_size', 'training.generator_update', 'langevin.temperature'),
-         release='conditional', speed_variants=('release', 'fast', 'bf16', 'xla'),
-         tiny={'training.bank_size': 16}),
+         hooks=dict(flops='tf_hat_ebm.flops:synthesis',
+                    fid_rows='tf_hat_ebm.evaluation.rows:synthesis', release='conditional',
+                    speed_variants=('baseline', 'default', 'release', 'fast', 'bf16', 'xla',
+                                    'xla_step'),
+                    tiny={'training.bank_size': 16})),
     Kind('joint', 'tf_hat_ebm.config:joint_defaults', f'{_JOINT}:JointTask',
          f'{_JOINT}:inference_model', 'tf_hat_ebm.export:JointHatEBMModule',
-         flops='tf_hat_ebm.flops:joint', fid_rows='tf_hat_ebm.evaluation.rows:joint',
-         structural=('langevin.temperature',), baselines=True,
-         release='joint', speed_variants=('fast', 'bf16'),
-         tiny={'training.num_steps': 2, 'training.sample_every': 2, 'optim.hat_lr': 1e-3}),
+         structural=('langevin.temperature',),
+         hooks=dict(flops='tf_hat_ebm.flops:joint', fid_rows='tf_hat_ebm.evaluation.rows:joint',
+                    baselines=True, release='joint',
+                    speed_variants=('baseline', 'default', 'fast', 'bf16', 'xla_step'),
+                    tiny={'training.num_steps': 2, 'training.sample_every': 2,
+                          'optim.hat_lr': 1e-3})),
     Kind('sngan', 'tf_hat_ebm.config:sngan_defaults', 'tf_hat_ebm.tasks.sngan:SNGANTask',
-         fid_rows='tf_hat_ebm.evaluation.rows:sngan',
-         fid_run='tf_hat_ebm.evaluation.rows:load_sngan_run',
-         grid_labels={'x': 'SN-GAN samples G(z)'},
-         tiny={'training.n_dis': 2, 'training.num_steps': 2, 'training.sample_every': 2}),
+         hooks=dict(fid_rows='tf_hat_ebm.evaluation.rows:sngan',
+                    fid_run='tf_hat_ebm.evaluation.rows:load_sngan_run',
+                    grid_labels={'x': 'SN-GAN samples G(z)'},
+                    tiny={'training.n_dis': 2, 'training.num_steps': 2,
+                          'training.sample_every': 2})),
     Kind('autoencoder', 'tf_hat_ebm.config:autoencoder_defaults',
          'tf_hat_ebm.tasks.autoencoder:AutoencoderTask',
-         grid_labels={'x': 'reconstructions of test images',
-                      'g_z': 'decoder samples D(z), z ~ N(0, I)'}),
+         hooks=dict(grid_labels={'x': 'reconstructions of test images',
+                                 'g_z': 'decoder samples D(z), z ~ N(0, I)'})),
 )}
 
 

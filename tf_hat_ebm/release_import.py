@@ -8,10 +8,11 @@ and shape. Two facts of the release matter: its generators reshape the dense out
 [-1, ngf, 4, 4] before transposing to NHWC (so the dense columns are permuted here), and its batch
 norms keep their initial statistics 0 / 1 with epsilon 1e-3 (as ours).
 
-`import_release` writes a workdir that `runs.load_run` (and so sample.py, evaluate_fid.py,
+`import_release` writes a workdir that `trained_run.load_run` (and so sample.py, evaluate_fid.py,
 evaluate_ood.py, export.py) restores: config.json plus a checkpoint of the run's inference model.
 """
 import os
+from typing import Literal, Optional
 
 import ml_collections
 import tensorflow as tf
@@ -19,6 +20,8 @@ import tensorflow as tf
 from tf_hat_ebm import nets
 from tf_hat_ebm import registry
 
+# A kind's `release` hook (registry.Kind.hooks): the type of the release's model its runs hold.
+Release = Literal['conditional', 'joint']
 _SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
 # Sub-layers of a release block -> attribute of ours (nets.DiscriminatorBlock, GeneratorBlock,
 # nets.DecoderStemBlock).
@@ -175,16 +178,23 @@ def import_release(config, workdir, hat, generator=None, decoder=None, encoder=N
   """
   _require(hat, 'hat', 'every import')
   step = int(config.training.num_steps if step is None else step)
-  kind = registry.for_config(config)
-  if kind.release is None:
+  release: Optional[Release] = registry.for_config(config).hook('release')
+  if release is None:
     raise ValueError(f'config.experiment {config.experiment!r}: the release publishes synthesis, '
                      'refinement and retrofit models only')
   _check_new(workdir)
-  config, model = dict(conditional=_conditional, joint=_joint)[kind.release](
+  config, model = dict(conditional=_conditional, joint=_joint)[release](
       config, step, hat, generator=generator, decoder=decoder, encoder=encoder,
       generator_workdir=generator_workdir or os.path.join(workdir, 'generator'))
   _write_workdir(workdir, config, step, model.checkpoint_items())
   return workdir
+
+
+def import_command(config, workdir, hat, generator=None, decoder=None, encoder=None,
+                   generator_workdir=None, step=None):
+  """tf-hat-ebm-import-release: `import_release` of the flags' values, its workdir printed."""
+  print('wrote ' + import_release(config, workdir, hat, generator, decoder, encoder,
+                                  generator_workdir, step))
 
 
 def _conditional(config, step, hat, generator=None, **unused):

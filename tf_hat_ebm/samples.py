@@ -11,7 +11,13 @@ import zipfile
 import numpy as np
 import tensorflow as tf
 
+from tf_hat_ebm import export
 from tf_hat_ebm import figures
+from tf_hat_ebm import outputs
+from tf_hat_ebm import progress as progress_lib
+from tf_hat_ebm import run_lib
+from tf_hat_ebm import trained_run
+from tf_hat_ebm import workdir as workdir_lib
 
 GRID_SIZE = 100  # images per PNG grid
 ARRAYS = ('images', 'generator_images', 'residuals')
@@ -76,6 +82,12 @@ def check_space(output_dir, num_samples, image_shape):
                      'ask for fewer --num_samples')
 
 
+def run_name(path):
+  """The name a figure title gives a workdir or SavedModel: its last path component, not the
+  absolute path (which says where it lies, not what it is)."""
+  return os.path.basename(os.path.normpath(path)) or path
+
+
 def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_chains=4,
                   tensorboard_dir=None, step=0, verbose=False, source=''):
   """Writes labelled grids, samples.npz and langevin_path.png (also to TensorBoard) into the
@@ -87,7 +99,7 @@ def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_c
   """
   parts = {k: os.path.join(output_dir, f'.{k}.npy') for k in ARRAYS}
   arrays, written = None, []
-  progress = tf.keras.utils.Progbar(num_samples, unit_name='sample') if verbose else None
+  progress = progress_lib.Progress(num_samples, unit='samples') if verbose else None
   for start, batch in batches(model, num_samples, batch_size, seed):
     if arrays is None:  # the image shape is known from the first batch
       shape = batch['images'].shape[1:]
@@ -145,3 +157,67 @@ def _npy_bytes(array):
   buffer = io.BytesIO()
   np.save(buffer, array)
   return buffer.getvalue()
+
+
+def sample_run(workdir=None, saved_model=None, output=None, num_samples=100, seed=0,
+               batch_size=250, path_chains=4, path_steps=None, overwrite=False, **load):
+  """tf-hat-ebm-sample: `write_samples` of a workdir's run (at `load`'s checkpoint) or of a
+  SavedModel, into `output` (default <workdir>/generated or <saved_model>_samples), which
+  holds only this command's files (outputs.OwnedOutput: `overwrite` replaces exactly those).
+  Returns the written paths."""
+  if bool(workdir) == bool(saved_model):
+    raise ValueError('give exactly one of --workdir and --saved_model')
+  if not workdir and load.get('checkpoint'):
+    raise ValueError('--checkpoint applies to --workdir')
+  if not workdir and path_steps:
+    raise ValueError('--path_steps applies to --workdir; a SavedModel records its path steps at '
+                     'export (tf-hat-ebm-export --path_steps)')
+  output = output or (os.path.join(workdir, 'generated') if workdir
+                      else os.path.normpath(saved_model) + '_samples')
+  out = outputs.OwnedOutput(output, 'sample', overwrite, 'output')
+  out.check()  # before the model is loaded
+  if workdir:
+    run = trained_run.load_run(workdir, **load)
+    model = export.build_module(run, path_steps=run_lib.int_list(path_steps, 'path_steps'))
+    step, source = run.step, f'step {run.step} of {run_name(workdir)}'
+  else:
+    model, step, source = (export.load_saved_model(saved_model, 'saved_model'), 0,
+                           run_name(saved_model))
+  with out:
+    written, figure, steps = write_samples(
+        model, out.staging, num_samples, seed, batch_size, path_chains,
+        os.path.join(out.staging, 'tensorboard'), step, verbose=True, source=source)
+    out.commit()
+  print(f'{num_samples} samples of {source} (seed {seed}) written to {output}:')
+  for path in written:
+    print(f'  {os.path.basename(path)}')
+  print(f'  langevin path: {path_chains} chains, rows {", ".join(figure["rows"][:3])} ... '
+        f'at steps {steps}, {figure["size"][0]}x{figure["size"][1]} px; TensorBoard: '
+        f'{os.path.join(output, "tensorboard")}')
+  return [os.path.join(output, os.path.basename(p)) for p in written]
+
+
+def gallery(workdir, out='docs/gallery.png', num=36, path_chains=3, seed=0, overwrite=False,
+            **load):
+  """tf-hat-ebm-gallery: the README's figure, `num` samples X = G(Z) + Y, G(Z) and Y of the
+  run's sampling chain as three labelled panels, the Langevin path of `path_chains` chains
+  below them, in one PNG `out`. Returns the image [height, width, 4]."""
+  run_lib.check_output_file(out, overwrite)
+  run = trained_run.load_run(workdir, **load)
+  module = export.build_module(run)
+  drawn = module.sample(num_samples=num, seed=seed)
+  what = f'{run.config.name}, step {run.step}'
+  grids = figures.grid_figure(
+      [('X = G(Z) + Y', drawn['images'].numpy(), 'image'),
+       ('G(Z)', drawn['generator_images'].numpy(), 'image'),
+       ('Y', drawn['residuals'].numpy(), 'residual')],
+      f'Hat EBM samples: {what}', None, columns=int(np.ceil(np.sqrt(num))))
+  chain = path_figure(module, module.sample_path(num_samples=path_chains, seed=seed),
+                      f'Langevin chains: {what}', None, path_chains)
+  image = figures.stack([figures.decode(grids), figures.decode(chain)])
+  if os.path.dirname(out):
+    tf.io.gfile.makedirs(os.path.dirname(out))
+  # Through a temporary file and a rename: a link at `out` is replaced, never written through.
+  workdir_lib.write_atomic(out, tf.io.encode_png(image).numpy())
+  print(f'wrote {out} ({image.shape[1]}x{image.shape[0]} px) from {what}')
+  return image

@@ -1,13 +1,17 @@
 """What a run writes for people: TensorBoard that explains itself, and the figures beside it.
 
-Scalars are grouped (train/, chain/, lr/, eval/) and each carries a description: what it is, its
-sign, its healthy range. The config is a text summary and the run's hyperparameters an hparams
-record, so runs compare in TensorBoard's HPARAMS tab. `RunReport` is what the trainer calls: at the
+Scalars are grouped (energy/, eval/, langevin/, lr/, train/) and each carries a description: what
+it is, its sign, its healthy range. energy/ sorts first and holds the health of a run: the energy
+difference, the energies of data and samples and the runaway guard; a custom-scalars layout shows
+the same first, the two energies on one chart. The config is a text summary and every config field
+an hparam of a session named by the workdir, so runs (seeds, overrides of one config) compare row
+by row in TensorBoard's HPARAMS tab. `RunReport` is what the trainer calls: at the
 start, at log steps, at grid steps (labelled PNG figures, the same images in TensorBoard, energy
 histograms of data and samples) and at the end (a PNG of the training curves).
 """
 import json
 import os
+from typing import Mapping
 
 import numpy as np
 import tensorflow as tf
@@ -16,15 +20,19 @@ from tf_hat_ebm import figures
 from tf_hat_ebm import registry
 
 # metric -> (group, description). {T} is replaced by the training chain's temperature.
+# A kind's `grid_labels` hook (registry.Kind.hooks): the training grids' panel labels ('x',
+# 'g_z') where they are not X = G(Z) + Y and G(Z).
+GridLabels = Mapping[str, str]
+
 SCALARS = {
-    'energy_diff': ('train', 'mean H(X+) - mean H(X-): data energy minus sample energy, the '
+    'energy_diff': ('energy', 'mean H(X+) - mean H(X-): data energy minus sample energy, the '
                     'maximum-likelihood loss times T. The EBM update pushes it below 0, the '
                     'chain pushes it back; healthy: small, oscillating around 0 (|.| below ~1 '
                     'for the digits). A steady drift to large |.| is a runaway (the guard '
                     'watches it).'),
-    'energy_pos': ('train', 'mean H(X+) of the noised data batch. Any sign; only differences '
+    'energy_pos': ('energy', 'mean H(X+) of the noised data batch. Any sign; only differences '
                    'matter, it should not run away.'),
-    'energy_neg': ('train', 'mean H(X-) of the training chain\'s samples G(Z) + Y. Any sign; '
+    'energy_neg': ('energy', 'mean H(X-) of the training chain\'s samples G(Z) + Y. Any sign; '
                    'tracks energy_pos.'),
     'ebm_loss': ('train', 'maximum-likelihood loss of the hat network, (mean H(X+) - mean H(X-)) '
                  '/ T with T = {T}: energy_diff scaled by 1/T, hence its size; judge energy_diff.'),
@@ -34,12 +42,12 @@ SCALARS = {
                       'loss is divided by T = {T}, so this is 1/T times the energy gradient. '
                       '>= 0; spikes of 10x the trend precede divergence.'),
     'gen_grad_norm': ('train', 'global norm of the generator\'s gradient before clipping, >= 0.'),
-    'residual_grad_norm': ('chain', 'mean norm of dH/dY per image along the training chain '
+    'residual_grad_norm': ('langevin', 'mean norm of dH/dY per image along the training chain '
                            '(untempered), >= 0; a steady rise means the chain is pushed hard.'),
-    'residual_abs': ('chain', 'mean |Y| of the training chain\'s last step: how far the samples '
+    'residual_abs': ('langevin', 'mean |Y| of the training chain\'s last step: how far the samples '
                      'are from G(Z), in [-1, 1] pixel units; >= 0, small (below ~0.3).'),
-    'latent_grad_norm': ('chain', 'mean norm of dH/dZ per sample along the joint chain, >= 0.'),
-    'latent_abs': ('chain', 'mean |Z| after the joint chain; about 0.8 for N(0, I) latents.'),
+    'latent_grad_norm': ('langevin', 'mean norm of dH/dZ per sample along the joint chain, >= 0.'),
+    'latent_abs': ('langevin', 'mean |Z| after the joint chain; about 0.8 for N(0, I) latents.'),
     'disc_loss': ('train', 'SN-GAN discriminator hinge loss, >= 0; about 1-2 while balanced.'),
     'disc_real': ('train', 'mean D(x) on data; above disc_fake while D wins.'),
     'disc_fake': ('train', 'mean D(G(z)) on generated images.'),
@@ -48,9 +56,9 @@ SCALARS = {
     'mse': ('train', 'reconstruction mean squared error in [-1, 1] pixel units, >= 0, falling.'),
     'grad_norm': ('train', 'global norm of the autoencoder\'s gradient, >= 0.'),
     'steps_per_sec': ('train', 'training steps per second of the last chunk (host time).'),
-    'guard_count': ('train', 'checks in a row the runaway guard found suspicious; 0 is healthy, '
+    'guard_count': ('energy', 'checks in a row the runaway guard found suspicious; 0 is healthy, '
                     'training.guard.patience of them stop or roll back the run.'),
-    'rollbacks': ('train', 'divergence rollbacks so far (each lowers the learning rates); 0 is '
+    'rollbacks': ('energy', 'divergence rollbacks so far (each lowers the learning rates); 0 is '
                   'healthy.'),
     'train_mse': ('eval', 'reconstruction MSE on the train split, >= 0.'),
     'test_mse': ('eval', 'reconstruction MSE on the test split, >= 0; near train_mse unless '
@@ -105,31 +113,54 @@ def flat_config(config, prefix=''):
   return out
 
 
-def write_config(config, step):
-  """The config as a text summary (JSON) and its leaves as hparams, to the default writer."""
+def write_config(config, step, trial_id):
+  """The config as a text summary (JSON), and its leaves as the hparams of one session named
+  `trial_id` (the workdir: each run its own row), to the default writer.
+
+  No hparams_config (experiment) record is written: TensorBoard then takes the columns from the
+  sessions' hparams and the metrics from their scalars, across runs of different configs alike;
+  an experiment record would win over them, and the first one found would name the columns."""
   # pylint: disable=g-import-not-at-top
   from tensorboard.plugins.hparams import api as hp
   text = json.dumps(json.loads(config.to_json_best_effort()), indent=2, sort_keys=True)
   tf.summary.text('config', '```\n' + text + '\n```', step=step,
                   description='the run\'s full config (config.json in the workdir)')
-  hp.hparams(flat_config(config), trial_id=config.get('name', None))
+  hp.hparams(flat_config(config), trial_id=str(trial_id))
 
 
-def write_hparams_config(metric_names, config):
-  """Which scalars the HPARAMS tab shows as the run's metrics (their last values): the training
-  metrics and what evaluate_fid.py / evaluate_ood.py add under eval/."""
+# The custom-scalars layout: (category, [(chart title, tag regexes)]); the health first.
+LAYOUT = (
+    ('health of the run', [
+        ('energy difference mean H(X+) - mean H(X-): small, around 0', [r'^energy/energy_diff$']),
+        ('energies: data H(X+) and samples H(X-), tracking each other',
+         [r'^energy/energy_pos$', r'^energy/energy_neg$']),
+        ('runaway guard: suspicious checks in a row, rollbacks',
+         [r'^energy/guard_count$', r'^energy/rollbacks$'])]),
+    # ebm_loss and hat_grad_norm carry the factor 1/T (1e8 in the default): charts of their own.
+    ('losses and gradients', [
+        ('losses (generator, discriminator, autoencoder)',
+         [r'^train/(gen|disc)_loss$', r'^train/(loss|mse)$']),
+        ('EBM loss and hat gradient norm, both scaled by 1/T',
+         [r'^train/ebm_loss$', r'^train/hat_grad_norm$']),
+        ('other gradient norms', [r'^train/(gen|disc)_grad_norm$', r'^train/grad_norm$',
+                                  r'^langevin/\w*grad_norm$']),
+        ('learning rates', [r'^lr/'])]),
+    ('Langevin chain', [('mean |Y| and |Z| after the chain', [r'^langevin/\w*_abs$'])]),
+    ('evaluation', [('FID', [r'^eval/fid_']), ('OOD AUROC', [r'^eval/ood_auroc_'])]),
+)
+
+
+def layout_summary():
+  """The serialized custom_scalars layout summary (LAYOUT) for tf.summary.experimental.
+  write_raw_pb."""
   # pylint: disable=g-import-not-at-top
-  from tensorboard.plugins.hparams import api as hp
-  from tf_hat_ebm.evaluation import ood
-  metrics = [hp.Metric(tag(name), display_name=name, description=description(name))
-             for name in metric_names]
-  evals = [f'fid_{m}' for m in ('hat_ebm', 'generator', 'ddls')]
-  if registry.for_config(config).inference is not None:  # a Hat EBM: its energy scores OOD sets
-    evals += [f'ood_auroc_{name}' for name in ood.default_sets(config.data)]
-  metrics += [hp.Metric(f'eval/{name}', display_name=name, description=EVAL.get(
-      name, 'AUROC of telling this OOD set from the test split by H(x): 0.5 is chance, 1 is '
-      'perfect (evaluate_ood.py)')) for name in evals]
-  hp.hparams_config(hparams=[], metrics=metrics)
+  from tensorboard.plugins.custom_scalar import layout_pb2
+  from tensorboard.plugins.custom_scalar import summary as custom_scalar
+  layout = layout_pb2.Layout(category=[
+      layout_pb2.Category(title=title, chart=[
+          layout_pb2.Chart(title=chart, multiline=layout_pb2.MultilineChartContent(tag=tags))
+          for chart, tags in charts]) for title, charts in LAYOUT])
+  return custom_scalar.pb(layout).SerializeToString()
 
 
 def read_scalars(tensorboard_dir):
@@ -163,8 +194,8 @@ class RunReport:
     if not self.is_chief:
       return
     with self.writer.as_default(step=step):
-      write_hparams_config(list(self.task.metric_names), self.config)
-      write_config(self.config, step)
+      tf.summary.experimental.write_raw_pb(layout_summary(), step=step)
+      write_config(self.config, step, self.workdir)
 
   def scalars(self, step, metrics, extra):
     with self.writer.as_default(step=step):
@@ -177,7 +208,7 @@ class RunReport:
       return {}
     written = {}
     what = f'{self.name}, step {step}'
-    labels = registry.for_config(self.config).grid_labels
+    labels: GridLabels = registry.for_config(self.config).hook('grid_labels', {})
     for name, key, _, label, kind, heading in figures.SAMPLE_PANELS:
       if key not in grids:
         continue
@@ -189,8 +220,8 @@ class RunReport:
       with self.writer.as_default(step=step):
         tf.summary.image(f'samples/{name}', figures.decode(meta)[None], step=step,
                          description=f'{label}, fixed-seed samples of the training chain' +
-                         (f'; shown on +-{meta["y_scale"]:.3g}, grey = 0' if kind == 'residual'
-                          else ''))
+                         ('; shown on its own symmetric scale +-max |Y| of each grid (written '
+                          'in the image), grey = 0' if kind == 'residual' else ''))
     self._energy_histograms(step, grids)
     return written
 
@@ -204,13 +235,22 @@ class RunReport:
       data_cfg = self.config.data
       self._data = next(iter(data_lib.eval_dataset(data_cfg, data_cfg.test_split,
                                                    len(grids['x']))))
+    energies = {}
     with self.writer.as_default(step=step):
       for name, images, what in (('data', self._data, 'test images'),
                                  ('samples', grids['x'], 'fixed-seed samples X = G(Z) + Y')):
         energy = tf.cast(hat(tf.convert_to_tensor(images, tf.float32)), tf.float32)
-        tf.summary.histogram(f'energy/{name}', tf.reshape(energy, [-1]), step=step,
-                             description=f'H(x) of {what}; the two histograms overlap when the '
-                                         'samples look like data to the EBM')
+        energies[what] = tf.reshape(energy, [-1]).numpy()
+        tf.summary.histogram(f'energy/histogram_{name}', energies[what], step=step,
+                             description=f'H(x) of {what}; energy/histograms overlays it with '
+                                         'the other set on one axis')
+      # TensorBoard's histograms of two tags have their own ranges: one figure overlays them.
+      meta = figures.energy_histograms(energies, f'H(x) of data and samples: {self.name}, step '
+                                       f'{step}', None, reference='test images')
+      tf.summary.image('energy/histograms', figures.decode(meta)[None], step=step,
+                       description='H(x) of test images (filled) and of the fixed-seed samples '
+                                   'on one axis: they overlap when the samples look like data '
+                                   'to the EBM')
 
   def finish(self, step):
     """The training curves of the whole run (every event file of the workdir) as one PNG."""

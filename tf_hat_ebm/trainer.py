@@ -2,8 +2,9 @@
 
 The trainer owns the strategy-distributed input and the loop: `steps_per_loop` training steps per
 host call inside one tf.function, then the actions (actions.py) on that chunk: divergence guard,
-progress bar, TensorBoard scalars, evaluation, sample grids, checkpoints. Resume and saving are the
-`Checkpoints` action's; the workdir's layout, lock and config check are workdir.py's; run_info.py
+progress bar, TensorBoard scalars, evaluation, sample grids, checkpoints, each when its condition
+(actions.Every) says. Resuming is actions.Resume's, saving actions.Saves' (held back by the
+guard's hold); the workdir's layout, lock and config check are workdir.py's; run_record.py
 records the precision, hardware and timing of every run.
 """
 import contextlib
@@ -13,14 +14,61 @@ import time
 import tensorflow as tf
 
 from tf_hat_ebm import actions as actions_lib
+from tf_hat_ebm import checkpoints as checkpoints_lib
 from tf_hat_ebm import data as data_lib
+from tf_hat_ebm import generators
+from tf_hat_ebm import perf
+from tf_hat_ebm import progress
 from tf_hat_ebm import registry
-from tf_hat_ebm import run_info
+from tf_hat_ebm import run_record
 from tf_hat_ebm import summaries
 from tf_hat_ebm import validation
 from tf_hat_ebm import workdir as workdir_lib
-from tf_hat_ebm.actions import DivergenceError
-from tpu_utils.strategy import worker_info
+from tf_hat_ebm.errors import DivergenceError
+from tpu_utils import hardware
+from tpu_utils.strategy import make_strategy, worker_info
+
+
+def validate(config):
+  """The checks of every config field (validation.py) against its kind's defaults."""
+  return validation.validate(config, registry.for_config(config).defaults())
+
+
+def train(config, workdir, strategy, num_steps=None, verbose=True, allow_config_change=False,
+          resume_from=None):
+  """Trains the config's kind of task in workdir: the one entry of every training script.
+
+  Returns (the Trainer, the last step's metrics)."""
+  validate(config)  # before the task builds anything: one line per out-of-range field
+  generators.adopt_pin(config, workdir, allow_config_change)
+  task = registry.for_config(config).make_task(config, strategy)
+  trainer = Trainer(task, config, workdir, strategy, verbose=verbose,
+                    allow_config_change=allow_config_change, resume_from=resume_from)
+  return trainer, trainer.train(num_steps)
+
+
+def train_command(config, workdir=None, tpu=None, allow_config_change=False, checkpoint=None):
+  """tf-hat-ebm-train: trains `config` in `workdir` (default workdir/<config name>) on the
+  strategy of `tpu` (tpu_utils.make_strategy), resuming from `checkpoint` or the latest one."""
+  if workdir is not None and not workdir.strip():
+    raise ValueError('--workdir is empty: give a directory (or leave the flag out for '
+                     f'workdir/{config.name})')
+  workdir = workdir or os.path.join('workdir', config.name)
+  try:
+    return train(config, workdir, make_strategy(tpu),
+                 allow_config_change=allow_config_change, resume_from=checkpoint)
+  except KeyboardInterrupt as e:
+    raise KeyboardInterrupt(interrupted_message(workdir)) from e
+
+
+def interrupted_message(workdir):
+  """The Ctrl-C line of a training run: where a rerun resumes from."""
+  steps = checkpoints_lib.list_checkpoints(os.path.join(workdir, 'checkpoints'))
+  if not steps:  # nothing to resume: say what a rerun does
+    return (f'interrupted before the first checkpoint (nothing saved in {workdir}); the same '
+            'command starts the run over')
+  return (f'interrupted (last checkpoint: step {steps[-1]} in {workdir}); resume with the same '
+          'command')
 
 
 class Trainer:
@@ -37,12 +85,19 @@ class Trainer:
                               aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
     worker = worker_info(strategy)
     self.is_chief = worker[2]
-    self.checkpoints = actions_lib.Checkpoints(task, self.step, self.ckpt_dir, config.training,
-                                               worker, resume_from, log=self.log)
+    t = config.training
+    self.checkpoints = actions_lib.Checkpoints(task, self.step, self.ckpt_dir, t, worker)
+    self.resume = actions_lib.Resume(self.checkpoints, resume_from, log=self.log)
     self.guard = actions_lib.Guard(task, config, self.checkpoints, log=self.log)
+    self.jit_compile, self.jit_reason = perf.jit_compile(
+        config, hardware.compute_platform(strategy), task.precision or 'float32',
+        strategy.num_replicas_in_sync)
+    # No checkpoint while the runaway guard counts: the guard's hold on the saves.
+    self.saves = actions_lib.Saves(self.checkpoints, t.checkpoint_every, t.archive_every,
+                                   hold=self.guard.hold_back, log=self.log)
 
   def restore_or_initialize(self):
-    resumed = self.checkpoints.restore_or_initialize()
+    resumed = self.resume.restore_or_initialize()
     self.guard.reset(int(self.step.numpy()))
     return resumed
 
@@ -52,12 +107,15 @@ class Trainer:
   def make_train_loop(self):
     task, strategy, step = self.task, self.strategy, self.step
     names = task.metric_names
+    # XLA compiles the step, not the loop: the iterator and the step counter stay outside it.
+    replica_step = (tf.function(task.replica_step, jit_compile=True) if self.jit_compile
+                    else task.replica_step)
 
     @tf.function
     def train_loop(iterator, num_steps):
       totals = {k: tf.constant(0.0) for k in names}
       for _ in tf.range(num_steps):
-        per_replica = strategy.run(task.replica_step, args=(next(iterator),))
+        per_replica = strategy.run(replica_step, args=(next(iterator),))
         totals = {k: totals[k] + strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica[k],
                                                  axis=None) for k in names}
         step.assign_add(1)
@@ -74,11 +132,16 @@ class Trainer:
     self.report = summaries.RunReport(self.task, self.config, self.workdir, writer, chief)
     self.report.start(step)
     progress = ([actions_lib.Progress(self.task, end, step)] if self.verbose and chief else [])
-    return writer, [self.guard, *progress,
-                    actions_lib.Scalars(self.task, self.report, t.log_every, self.guard),
-                    actions_lib.Evaluation(self.task, writer, _eval_every(t), log=self.log),
-                    actions_lib.Grids(self.task, self.report, t.sample_every, t.num_grid_samples),
-                    self.checkpoints]
+    every = actions_lib.Every
+    return writer, [
+        self.guard, *progress,
+        actions_lib.Conditional(every(t.log_every),
+                                actions_lib.Scalars(self.task, self.report, self.guard)),
+        actions_lib.Conditional(every(_eval_every(t)),
+                                actions_lib.Evaluation(self.task, writer, log=self.log)),
+        actions_lib.Conditional(every(t.sample_every),
+                                actions_lib.Grids(self.task, self.report, t.num_grid_samples)),
+        self.saves]
 
   def train(self, num_steps=None):
     """Trains until `num_steps` (default config.training.num_steps) and returns the last metrics."""
@@ -93,7 +156,7 @@ class Trainer:
       return self._train(end)
 
   def _train(self, end):
-    run = run_info.Run(self.workdir, write=self.is_chief, log=self._log)
+    run = run_record.Run(self.workdir, write=self.is_chief, log=self._log)
     if self.is_chief:
       workdir_lib.clean_orphans(self.workdir, [self.ckpt_dir, os.path.join(self.ckpt_dir,
                                                                            'archive')],
@@ -114,9 +177,12 @@ class Trainer:
       self._log(f'Already at step {step} = training.num_steps: nothing to train.')
       return {}
     run.start(self.task, self.strategy, step)
+    if 'perf' in self.config and 'jit_compile' in self.config.perf:
+      self._log(f'XLA for the training step: {"on" if self.jit_compile else "off"} '
+                f'({self.jit_reason})')
     train_loop = self.make_train_loop()
     writer, actions = self.make_actions(end, step)
-    intervals = [every for action in actions for every in action.intervals]
+    intervals = [every for action in actions for every in getattr(action, 'intervals', ())]
     metrics = {}
     try:
       with actions_lib.Signals() as signals:
@@ -142,11 +208,16 @@ class Trainer:
       writer.flush()
     self.report.finish(step)
     run.finish(step)
+    if self.is_chief and step >= end:
+      kind = registry.for_config(self.config)
+      self._log(progress.run_outputs(self.workdir, self.report.written,
+                                     hat_ebm=kind.inference is not None,
+                                     fid=kind.hook('fid_rows') is not None))
     return metrics
 
   def _stop(self, step):
     """SIGTERM: a checkpoint now, unless the guard holds checkpoints back."""
-    if self.guard.hold_back():
+    if self.saves.hold():
       self._log(f'\nStopped by SIGTERM at step {step}; no checkpoint written while the '
                 f'runaway guard counts; last good checkpoint: '
                 f'{self.checkpoints.last_good or "none"}.')

@@ -273,6 +273,9 @@ def check_data_and_model(config, source=None):
   _check_choice('data.channels', data.channels, (1, 3), source)
   if data.name == 'digits' and data.channels != 1:
     raise ConfigError('digits has 1 channel; set --config.data.channels=1')
+  if data.get('classes') and (data.name != 'digits' or not set(data.classes) <= set(range(10))):
+    _fail('data.classes', 'digit labels 0-9 of the digits dataset (() = all)', data.classes,
+          source)
   for key in ('shuffle_buffer', 'seed'):
     if key in data:
       check_number(f'data.{key}', data[key], 0, MAX_COUNT if key == 'shuffle_buffer' else MAX_SEED,

@@ -163,7 +163,7 @@ def load_config(workdir, defaults=None, trust_code=False):
   """workdir/config.json as a ConfigDict (the trainer writes it on the first run).
 
   defaults: experiment name -> that kind's defaults (or None); the fields an older config.json
-  lacks are filled in from them. runs.load_config passes every kind's (registry.py).
+  lacks are filled in from them. trained_run.load_config passes every kind's (registry.py).
   Its `experiment` must be a registered kind (a built-in one, or one this process's own code
   imported); a module path is imported only if `trust_code`: a workdir is data.
   """
@@ -185,13 +185,10 @@ def load_config(workdir, defaults=None, trust_code=False):
   if not isinstance(config, dict):
     raise ValueError(f'{path} holds a JSON {type(config).__name__}, not a config object')
   check_kind(path, config.get('experiment', 'synthesis'), trust_code)
-  _migrate(config)
   # Without `defaults`, the registered kind's: every read-back config is checked field by field.
   kind_defaults = (defaults or registry.Kind.defaults_of)(config.get('experiment', 'synthesis'))
   if kind_defaults is not None:
     filling = kind_defaults.to_dict()
-    for section, fields in IMPLICIT_BEFORE.items():
-      filling[section].update(fields)
     for dotted in config_lib.left_out(config):
       section, _, name = dotted.rpartition('.')
       filling.get(section, {}).pop(name, None)
@@ -215,20 +212,6 @@ def check_kind(path, name, trust_code):
                      '--trust_workdir_code if you trust this workdir (known kinds: '
                      f'{", ".join(registry.KINDS)})')
   registry.get(name)  # the user's own code: imported, its KIND registered
-
-
-# Fields whose default changed when they were added: a config.json written before they existed
-# gets the value the run was trained with (Mimicry's initialisation), not today's default.
-IMPLICIT_BEFORE = {'model': {'init': 'mimicry'}}
-
-
-def _migrate(config):
-  """Moves fields of older config.json files to where they live now, in place."""
-  latent_sphere = (config.get('generator') or {}).pop('latent_sphere', None)
-  if latent_sphere is not None:  # now a chain setting
-    for chain in ('langevin', 'sampling'):
-      if isinstance(config.get(chain), dict):
-        config[chain].setdefault('latent_sphere', latent_sphere)
 
 
 def fill_missing(config, defaults, prefix=''):

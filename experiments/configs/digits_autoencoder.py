@@ -10,7 +10,7 @@ from tf_hat_ebm import registry
 STEPS_PER_EPOCH = 1500 // 32  # 1,500 training digits, 46 full batches
 
 
-def get_config():
+def get_config(size=None):
   config = config_lib.digits(registry.defaults('autoencoder'), 'digits_autoencoder',
                              steps=20 * STEPS_PER_EPOCH, every=5 * STEPS_PER_EPOCH)
   config.model.update(enc_width=32, gen_width=32)
@@ -18,4 +18,4 @@ def get_config():
                          eval_every=STEPS_PER_EPOCH, sample_every=10 * STEPS_PER_EPOCH,
                          latent_noise=0.3)
   config.optim.ae_lr = 1e-3
-  return config
+  return config_lib.sized(config, size)

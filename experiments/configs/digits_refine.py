@@ -9,11 +9,11 @@ from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import registry
 
 
-def get_config():
+def get_config(size=None):
   config = config_lib.digits(registry.defaults('joint'), 'digits_refine', steps=300, every=100)
   config.generator.path = 'workdir/digits_sngan'
   config.model.update(hat_width=32, gen_width=32, disc_width=32, z_dim=16)  # digits_sngan.py's
   for chain in (config.langevin, config.sampling):
     chain.update(steps=20, prior_sigma=0.25, max_drift=2.5)
   config.optim.hat_lr = 1e-4
-  return config
+  return config_lib.sized(config, size)

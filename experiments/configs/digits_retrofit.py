@@ -9,7 +9,7 @@ from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import registry
 
 
-def get_config():
+def get_config(size=None):
   config = config_lib.digits(config_lib.retrofit(registry.defaults('joint'),
                                                  'workdir/digits_autoencoder'),
                              'digits_retrofit', steps=800, every=200)
@@ -18,4 +18,4 @@ def get_config():
     chain.update(steps=20, step_size=7e-4, latent_step_size=7e-3, prior_sigma=0.1,
                  max_drift=2.5, latent_sphere=True)
   config.optim.hat_lr = 1e-4
-  return config
+  return config_lib.sized(config, size)

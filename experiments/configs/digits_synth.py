@@ -9,11 +9,11 @@ from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import registry
 
 
-def get_config():
+def get_config(size=None):
   config = config_lib.digits(registry.defaults('synthesis'), 'digits_synth', steps=2000)
   config.model.update(hat_width=32, gen_width=64)
   # 20 steps at T 1e-8; drift 0.5 per step (2.5 was tuned for 32x32x3 and leaves stripes here).
   config.langevin.update(steps=20, temperature=1e-8, max_drift=0.5)
   config.sampling.update(steps=20, temperature=1e-8, max_drift=0.5, init_scale=0.0)
   config.training.update(data_eps=0.03, bank_size=1000)
-  return config
+  return config_lib.sized(config, size)

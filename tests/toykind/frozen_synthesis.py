@@ -25,7 +25,7 @@ class FrozenGeneratorSynthesisTask(base.HatTask):
     return self.ebm_step(images)[2]
 
 
-def step_flops(config, h, g, batch, steps):
+def step_flops(config, h, g, batch, steps):  # a flops.StepFlops
   """The conditional chain with one G(Z), then the EBM update: no generator update."""
   del config
   chain = flops_lib.sampler_flops(h, g, batch, steps)
@@ -36,5 +36,7 @@ KIND = registry.Kind(
     'toykind.frozen_synthesis', 'toykind.frozen_synthesis_config:get_config',
     'toykind.frozen_synthesis:FrozenGeneratorSynthesisTask',
     inference='tf_hat_ebm.tasks.synthesis:inference_model',
-    export='tf_hat_ebm.export:ConditionalHatEBMModule', flops='toykind.frozen_synthesis:step_flops',
-    fid_rows='tf_hat_ebm.evaluation.rows:synthesis', structural=('langevin.temperature',))
+    export='tf_hat_ebm.export:ConditionalHatEBMModule', structural=('langevin.temperature',),
+    # What the tools ask of it, each typed by its tool (registry.Kind lists them).
+    hooks=dict(flops='toykind.frozen_synthesis:step_flops',  # flops.StepFlops
+               fid_rows='tf_hat_ebm.evaluation.rows:synthesis'))  # evaluation.fid.FidRows

@@ -5,20 +5,34 @@ in z on ||z||^2/2 - D(G(z)), when the generator comes with a discriminator); the
 chain, X = G(Z_K) + Y_K. On the digits, `digits_table` scores each method (small-data FID with the
 digits classifier's features, and digits_eval's scores) with the real test digits as reference.
 """
+import os
 
 import numpy as np
 import tensorflow as tf
 
 from tf_hat_ebm import digits_eval
 from tf_hat_ebm import export
+from tf_hat_ebm import figures
 from tf_hat_ebm import langevin
+from tf_hat_ebm import outputs
+from tf_hat_ebm import run_lib
+from tf_hat_ebm import trained_run
 from tf_hat_ebm import samples as samples_lib
+from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
+
+# A kind's `baselines` hook (registry.Kind.hooks): its chain starts from a frozen generator's
+# latents, so the generator alone (and DDLS) stand beside the Hat EBM.
+Baselines = bool
+
+# Panel labels of the methods, left to right in side_by_side.png.
+LABELS = {'generator': 'generator alone G(Z0)', 'ddls': 'DDLS (Langevin in z)',
+          'hat_ebm': 'Hat EBM X = G(Z_K) + Y_K'}
 
 
 def make_sampler(run):
   """f(z0, seed) -> {'generator', 'ddls' (when G comes with a discriminator), 'hat_ebm'} tensors
-  of a restored joint run (runs.load_run).
+  of a restored joint run (trained_run.load_run).
 
   Every method starts from the same Z0; the chains' noise comes from a generator seeded `seed`.
   The Hat EBM samples through the exported module's chain: what export.py saves is what is scored.
@@ -69,7 +83,7 @@ def method_fids(model, sampler, feature_net, reference, num, runs, seed=0, batch
     for z0, s in latent_batches(model, num, seed, batch_size, r + 1):
       yield sampler(z0, s)
   return fid.fids_over_runs(batches, feature_net, reference, runs, verbose,
-                            f'{num} samples per method')
+                            f'{num} samples per method', total=num)
 
 
 def digits_table(model, sampler, config, first, feature_net, cache_dir, fid_samples=1000,
@@ -90,3 +104,63 @@ def digits_table(model, sampler, config, first, feature_net, cache_dir, fid_samp
       table[name]['fid'], table[name]['fid_std'] = fid.mean_std(values)
     table['test digits'].update(fid=fid.frechet_distance(train, test), fid_std=0.0)
   return table
+
+
+def compare_run(workdir, out=None, num=100, seed=0, fid_samples=1000, fid_runs=2, batch_size=250,
+                feature_cache_dir=None, overwrite=False, **load):
+  """tf-hat-ebm-compare: `num` samples of every method from the same latents Z0, as one grid
+  each and side by side, into `out` (default <workdir>/compare); on the digits also the scores
+  (`digits_table`, FID over `fid_runs` sets of `fid_samples`; 0: none) in scores.json."""
+  if fid_samples == 1:
+    raise ValueError('--fid_samples must be 0 (no FID) or >= 2 (a covariance needs two)')
+  out_dir = out or os.path.join(workdir, 'compare')
+  output = outputs.OwnedOutput(out_dir, 'compare_baselines', overwrite, 'out')
+  output.check()  # before any work
+  run = trained_run.load_run(workdir, **load)
+  if not has_baselines(run.kind):
+    raise ValueError(f'--workdir={workdir} holds a {run.config.experiment} run, which has no '
+                     'generator or DDLS baseline to compare: use sample.py (tf-hat-ebm-sample)')
+  sampler = make_sampler(run)
+  samples = sample_all(run.model, sampler, num, seed, batch_size)
+  table = None
+  with output:
+    write_grids(samples, output.staging, f'{run.config.name}, step {run.step}, seed {seed}')
+    if run.config.data.name == 'digits':
+      net = (features.classifier_features(run.config.data, feature_cache_dir)
+             if fid_samples > 0 else None)
+      table = digits_table(run.model, sampler, run.config, samples, net, workdir, fid_samples,
+                           fid_runs, seed, batch_size)
+      print_scores(table, net, fid_samples, fid_runs)
+      run_lib.write_json(os.path.join(output.staging, 'scores.json'), dict(step=run.step, **table))
+    output.commit()
+  print(f'{run.config.name} at step {run.step}: wrote {", ".join(samples)} and side_by_side.png '
+        f'(left to right) to {out_dir}')
+  return table
+
+
+def write_grids(samples, out_dir, what):
+  """One labelled grid per method and the labelled side-by-side figure; their metadata."""
+  written = {}
+  for name, x in samples.items():
+    written[name] = figures.grid_figure([(LABELS.get(name, name), x, 'image')],
+                                        f'{LABELS.get(name, name)}: {what}',
+                                        os.path.join(out_dir, f'{name}.png'))
+  written['side_by_side'] = figures.grid_figure(
+      [(LABELS.get(name, name), x, 'image') for name, x in samples.items()],
+      f'The same latents Z0 through each sampler: {what}',
+      os.path.join(out_dir, 'side_by_side.png'))
+  return written
+
+
+def print_scores(table, net, fid_samples, fid_runs):
+  if fid_samples > 0:
+    print(f'FID: {fid_runs} x {fid_samples} samples per method against the train split, '
+          f'{net.description}; lower is better')
+  print('\n'.join(fid.score_table(
+      [(name, {**({'FID': (s['fid'], s['fid_std'])} if 'fid' in s else {}),
+               **{k: v for k, v in s.items() if k not in ('fid', 'fid_std')}})
+       for name, s in table.items()], first='method')))
+
+
+def has_baselines(kind) -> Baselines:
+  return bool(kind.hook('baselines', False))

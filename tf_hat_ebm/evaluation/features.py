@@ -37,7 +37,11 @@ def build_classifier(image_size, channels, num_classes, feature_dim=FEATURE_DIM)
 
 def labelled_arrays(data_cfg, split):
   """(images [n, size, size, c] in [-1, 1], labels [n]) of a labelled dataset, preprocessed as
-  the training data is (the same pipeline as FID's data features)."""
+  the training data is (the same pipeline as FID's data features). Every class: one classifier
+  per dataset, whatever labels a run trains on (data.classes)."""
+  if data_cfg.get('classes'):
+    data_cfg = data_cfg.copy_and_resolve_references()
+    data_cfg.classes = ()
   if data_cfg.name == 'digits':
     _, labels = data_lib.digits_arrays(split)
   else:

@@ -9,6 +9,8 @@ offline for the embedded digits:
                     (nearest-neighbour 2x2 blocks for bilinear data, bilinear for nearest)
   uniform_noise     pixels U(-1, 1)
   gaussian_noise    pixels N(0, 0.5^2), clipped to [-1, 1]
+  other_digits      the test digits of the labels the model did not train on (data.classes set):
+                    a semantic near-OOD set
   natural_patches   random square crops (32 to 160 px) of scikit-learn's two bundled photos
                     (china.jpg, flower.jpg), greyscale, resized (antialiased) to size
 """
@@ -20,16 +22,15 @@ from sklearn.metrics import roc_auc_score
 import tensorflow as tf
 
 from tf_hat_ebm import data as data_lib
-
-TFDS_OOD_SETS = ('svhn_cropped', 'cifar100', 'celeb_a')
-OFFLINE_OOD_SETS = ('inverted_digits', 'resampled_digits', 'uniform_noise', 'gaussian_noise',
-                    'natural_patches')
-
-
-def default_sets(data_cfg):
-  if data_cfg.name == 'digits':
-    return list(OFFLINE_OOD_SETS)
-  return [name for name in TFDS_OOD_SETS if name != data_cfg.name]
+from tf_hat_ebm import export
+from tf_hat_ebm import figures
+from tf_hat_ebm import progress
+from tf_hat_ebm import run_lib
+from tf_hat_ebm import trained_run
+from tf_hat_ebm import summaries
+# The sets' names live with the datasets (TensorBoard's HPARAMS columns name them too).
+from tf_hat_ebm.data import default_ood_sets as default_sets
+from tf_hat_ebm.data import NEAR_OOD_SETS, OFFLINE_OOD_SETS, TFDS_OOD_SETS
 
 
 def auroc(in_energies, ood_energies):
@@ -38,10 +39,19 @@ def auroc(in_energies, ood_energies):
   return float(roc_auc_score(labels, np.concatenate([in_energies, ood_energies])))
 
 
-def energies(energy_fn, batches):
-  """Energies of every image of an iterable of batches ([b, size, size, c] float32)."""
-  return np.concatenate([np.asarray(energy_fn(tf.convert_to_tensor(b, tf.float32)))
-                         for b in batches])
+def energies(energy_fn, batches, total=None):
+  """Energies of every image of an iterable of batches ([b, size, size, c] float32); progress
+  over them (progress.py) when the number of images expected, `total`, is given."""
+  bar = progress.Progress(total, unit='images') if total else None
+  out, seen = [], 0
+  for b in batches:
+    out.append(np.asarray(energy_fn(tf.convert_to_tensor(b, tf.float32))))
+    seen += len(out[-1])
+    if bar is not None:
+      bar.update(min(seen, total))
+  if bar is not None:
+    bar.finish(seen)
+  return np.concatenate(out)
 
 
 # ---- OOD sets --------------------------------------------------------------------------------
@@ -65,15 +75,23 @@ def _natural_patches(num, size, channels, rng):
 
 
 def offline_set(name, data_cfg, num, seed=0):
-  """One of OFFLINE_OOD_SETS as float32 [num, size, size, channels] in [-1, 1]."""
+  """One of OFFLINE_OOD_SETS or NEAR_OOD_SETS as float32 [num, size, size, channels] in [-1, 1]."""
   rng = np.random.RandomState(seed)
   size, channels = data_cfg.image_size, data_cfg.channels
   shape = [num, size, size, channels]
-  if name in ('inverted_digits', 'resampled_digits'):
+  if name in ('inverted_digits', 'resampled_digits', 'other_digits'):
     if data_cfg.name != 'digits':
       raise ValueError(f'OOD set {name} is built from the digits; the model is on {data_cfg.name}')
-    digits, _ = data_lib.digits_arrays(data_cfg.test_split)
-    digits = digits[:num]
+    digits, labels = data_lib.digits_arrays(data_cfg.test_split)
+    classes = data_cfg.get('classes') or ()
+    if name == 'other_digits':
+      if not classes:
+        raise ValueError('OOD set other_digits needs a model of some of the digits '
+                         '(data.classes), e.g. --config.data.classes=0,1,2,3,4')
+      others = [c for c in range(10) if c not in classes]
+      digits, _ = data_lib.select_classes(digits, labels, others)
+      return tf.image.resize(digits[:num], [size, size], method=data_cfg.resize_method).numpy()
+    digits = data_lib.select_classes(digits, labels, classes)[0][:num]
     if name == 'inverted_digits':
       method = data_cfg.resize_method
       return -tf.image.resize(digits, [size, size], method=method).numpy()
@@ -85,7 +103,7 @@ def offline_set(name, data_cfg, num, seed=0):
     return np.clip(rng.normal(0, 0.5, shape), -1, 1).astype(np.float32)
   if name == 'natural_patches':
     return _natural_patches(num, size, channels, rng)
-  known = ', '.join(OFFLINE_OOD_SETS + TFDS_OOD_SETS)
+  known = ', '.join(OFFLINE_OOD_SETS + NEAR_OOD_SETS + TFDS_OOD_SETS)
   raise ValueError(f'unknown OOD set {name!r}; known: {known}')
 
 
@@ -113,8 +131,10 @@ def evaluate(energy_fn, data_cfg, set_names, num=10_000, batch_size=250, verbose
   Returns {'in_distribution': {...}, 'sets': {name: {'auroc', 'num', 'mean_energy'}}}; a dict
   `energies_out` receives the energies themselves by set name (the test split under its name).
   """
+  if verbose:
+    print(f'energies of {data_cfg.name} {data_cfg.test_split} split', flush=True)
   in_e = energies(energy_fn, data_lib.eval_dataset(data_cfg, data_cfg.test_split, batch_size)
-                  .take((num + batch_size - 1) // batch_size))[:num]
+                  .take((num + batch_size - 1) // batch_size), num if verbose else None)[:num]
   result = {'in_distribution': {'name': f'{data_cfg.name}/{data_cfg.test_split}',
                                 'num': len(in_e), 'mean_energy': float(in_e.mean())},
             'sets': {}}
@@ -122,8 +142,9 @@ def evaluate(energy_fn, data_cfg, set_names, num=10_000, batch_size=250, verbose
     if verbose:
       print(f'energies of {name}', flush=True)
     # Offline sets match the test split's size, so both classes weigh the same in the AUROC.
-    ood_e = energies(energy_fn, ood_batches(name, data_cfg, min(num, len(in_e)) if
-                                            name in OFFLINE_OOD_SETS else num, batch_size))
+    size = min(num, len(in_e)) if name not in TFDS_OOD_SETS else num
+    ood_e = energies(energy_fn, ood_batches(name, data_cfg, size, batch_size),
+                     size if verbose else None)
     result['sets'][name] = {'auroc': auroc(in_e, ood_e), 'num': len(ood_e),
                             'mean_energy': float(ood_e.mean())}
     if energies_out is not None:
@@ -131,3 +152,50 @@ def evaluate(energy_fn, data_cfg, set_names, num=10_000, batch_size=250, verbose
   if energies_out is not None:
     energies_out[result['in_distribution']['name']] = in_e
   return result
+
+
+def evaluate_run(workdir, sets=None, num=10_000, batch_size=250, data_dir=None, overwrite=False,
+                 **load):
+  """tf-hat-ebm-evaluate-ood: `evaluate` of the run's energy against `sets` (default_sets), the
+  in-distribution set being its dataset's test split (from `data_dir` if given). Printed, written
+  to <workdir>/ood.json and ood_energies.png (histograms of H(x) per set; existing ones only with
+  `overwrite`) and logged to its TensorBoard (eval/ood_auroc_<set>) at the checkpoint's step."""
+  path, png = os.path.join(workdir, 'ood.json'), os.path.join(workdir, 'ood_energies.png')
+  for output in (path, png):
+    run_lib.check_output_file(output, overwrite)
+  run = trained_run.load_run(workdir, **load)
+  data_cfg = run.config.data
+  if data_dir:
+    data_cfg.data_dir = data_dir
+  module = export.build_module(run)
+  names = sets or default_sets(data_cfg)
+  energies_of = {}
+  result = evaluate(lambda x: module.energy(x)['energy'], data_cfg, names, num, batch_size,
+                    energies_out=energies_of)
+  result['step'] = run.step
+  ind = result['in_distribution']
+  print(f'\nOOD detection by energy H(x), higher = OOD; step {run.step} of {workdir}')
+  print(f'in-distribution: {ind["name"]} ({ind["num"]} images, mean H {ind["mean_energy"]:.4g})')
+  print('\n'.join(auroc_table(result)))
+  run_lib.write_json(path, result)
+  aurocs = {n: r['auroc'] for n, r in result['sets'].items()}
+  figure = figures.energy_histograms(
+      energies_of, f'H(x) of {ind["name"]} vs OOD sets: {run.config.name}, step {run.step}', png,
+      reference=ind['name'], notes={n: f'AUROC {a:.3f}' for n, a in aurocs.items()})
+  summaries.log_evaluation(
+      workdir, run.step, {f'ood_auroc_{n}': a for n, a in aurocs.items()},
+      {f'ood_auroc_{n}': f'AUROC of telling {n} from {ind["name"]} by H(x): 0.5 is chance, 1 '
+       'perfect' for n in aurocs}, figure, energies_of)
+  print(f'written to {path} and {png}; TensorBoard: {workdir}/tensorboard (eval/)')
+  return result
+
+
+def auroc_table(result):
+  """The markdown lines of `evaluate`'s result: AUROC, images and mean energy per OOD set."""
+  width = max(len(n) for n in list(result['sets']) + ['OOD set'])
+  lines = [f'| {"OOD set".ljust(width)} | AUROC | images | mean H     |',
+           f'|{"-" * (width + 2)}|-------|--------|------------|']
+  for name, r in result['sets'].items():
+    lines.append(f'| {name.ljust(width)} | {r["auroc"]:.3f} | {r["num"]:6d} | '
+                 f'{r["mean_energy"]:<10.4g} |')
+  return lines

@@ -1,4 +1,4 @@
-"""The FID rows each kind offers (registry.Kind.fid_rows), for experiments/evaluate_fid.py.
+"""The FID rows each kind offers (its `fid_rows` hook, evaluation.fid.FidRows), for evaluate_fid.py.
 
 Each function gives ([(method, row label)], {method: [FID per run]}, chain description).
 """

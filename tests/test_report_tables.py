@@ -1,0 +1,178 @@
+"""The report's tables from made-up stage records: paper scale (1 seed, 3 FID runs) and digits."""
+import re
+
+import pytest
+
+from tf_hat_ebm.reproduction import paper
+from tf_hat_ebm.reproduction import tables
+
+
+def fid_record(**methods):
+  """A done record of a FID stage: per method its runs (the mean is what the pipeline keeps)."""
+  result = {}
+  for method, runs in methods.items():
+    result[method] = sum(runs) / len(runs)
+    result[f'{method}_runs'] = list(runs)
+  return {'result': result}
+
+
+def records_for(seeds, shift=0.0, prefixes=('',)):
+  """Stages of every part; seed s adds s * shift (a seed effect the pairing must cancel)."""
+  records = {}
+  for s in seeds:
+    d = s * shift
+    for extra in prefixes:
+      records[f'refine{extra}_s{s}'] = fid_record(generator=[18.5 + d, 18.6 + d, 18.7 + d],
+                                                  ddls=[14.5 + d, 14.6 + d, 14.7 + d],
+                                                  hat_ebm=[14.0 + d, 14.1 + d, 14.2 + d])
+      records[f'sngan{extra}_s{s}'] = fid_record(generator=[18.4 + d, 18.6 + d, 18.8 + d])
+    records[f'synth_s{s}'] = fid_record(hat_ebm=[19.1 + d, 19.3 + d, 19.5 + d],
+                                        generator=[25.0 + d, 25.5 + d, 26.0 + d])
+    records[f'retrofit_s{s}'] = fid_record(generator=[200.0 + d, 201.0 + d, 202.0 + d],
+                                           hat_ebm=[26.0 + d, 26.1 + d, 26.2 + d])
+    records[f'current_s{s}'] = {'failed': True, 'exit_code': 1}
+    records[f'coop_s{s}'] = fid_record(hat_ebm=[90.0 + d, 91.0 + d, 92.0 + d])
+    records[f'noresidual_s{s}'] = fid_record(hat_ebm=[13.5 + d, 13.6 + d, 13.7 + d + s / 10])
+    records[f'ood_s{s}'] = {'result': {'svhn_cropped': 0.9, 'cifar100': 0.85, 'celeb_a': 0.93}}
+  return records
+
+
+def table_rows(lines, title):
+  """(header cells, row cells) of the markdown table under the heading starting with `title`."""
+  start = next(i for i, line in enumerate(lines) if line.startswith('## ' + title))
+  block = []
+  for line in lines[start + 1:]:
+    if line.startswith('## '):
+      break
+    if line.startswith('|'):
+      block.append([c.strip() for c in line.strip().strip('|').split('|')])
+  return block[0], block[2:]
+
+
+def paper_scale_report():
+  seeds = [0]
+  records = records_for(seeds, prefixes=('', '_celeba'))
+  lines = tables.header('paper', seeds, 'float32', 50_000, 'Inception pool_3')
+  lines += tables.refinement_table(records, 'paper', seeds)[0]
+  lines += tables.synthesis_table(records, 'paper', seeds, [('synth', 'cifar10_synth')])[0]
+  lines += tables.retrofit_table(records, 'paper', seeds)[0]
+  lines += tables.ood_table(records, 'paper', seeds)[0]
+  lines += tables.ablation_table(records, seeds)[0]
+  lines += tables.checks_table(records, seeds)[0]
+  return lines
+
+
+def test_paper_scale_tables_print_the_evaluation_std_and_the_paper_beside_ours():
+  lines = paper_scale_report()
+  text = '\n'.join(lines)
+  assert 'Precision: float32' in text
+  assert [line for line in lines if line.startswith('## Table')] == [
+      '## Table 1: ' + paper.TABLES[1]['title'], '## Table 2: ' + paper.TABLES[2]['title'],
+      '## Table 3: ' + paper.TABLES[3]['title']]
+  head, rows = table_rows(lines, 'Table 1')
+  assert head[1:3] == ['ours: FID (1 seed: no sd)', 'eval sd (3 FID runs)']
+  hat = next(r for r in rows if r[0] == 'Hat EBM X = G(Z_K) + Y_K, CIFAR-10')
+  # ours 14.10 with the sd of its 3 FID runs (0.10), the paper's 14.04 ± 0.11 beside it
+  assert hat[1:3] == ['14.10', '0.10'] and hat[4] == '14.04 ± 0.11'
+  celeba = next(r for r in rows if r[0].startswith('Hat EBM') and 'CelebA' in r[0])
+  assert celeba[4] == '5.98 ± 0.02'
+  assert hat[3] == '-24.2%' and hat[5] == '-24.4%'  # ours and the paper's vs the SN-GAN
+  _, synth = table_rows(lines, 'Table 2')
+  assert synth[0][1:3] == ['19.30', '0.20'] and synth[0][4] == '19.30 ± 0.15'
+  _, ood = table_rows(lines, 'Table 3')
+  assert {r[0]: r[2] for r in ood} == {'celeb_a': '0.94', 'cifar100': '0.87',
+                                       'svhn_cropped': '0.92'}
+  assert not re.search(r'± 0\.00\b', text)  # one seed never shows a zero spread
+
+
+def test_every_table_is_well_formed():
+  lines = paper_scale_report()
+  tables_seen = 0
+  for title in ('Table 1', 'Table 2', 'Table 3', 'Retrofit', 'Ablations', 'Does each'):
+    head, rows = table_rows(lines, title)
+    assert rows and all(len(r) == len(head) for r in rows), title
+    tables_seen += 1
+  assert tables_seen == 6
+  head, rows = table_rows(lines, 'Ablations')
+  assert len(head) == 5 and [r[0] for r in rows][:2] == ['historical bank (the paper)',
+                                                         'current samples']
+  assert 'failed: seeds [0]' in rows[1][-1]
+  with pytest.raises(ValueError, match='has 3 cells, the header 4'):
+    tables.markdown(['a', 'b', 'c', 'd'], [[1, 2, 3]])
+
+
+def test_one_seed_checks_say_there_is_no_interval():
+  _, rows = table_rows(paper_scale_report(), 'Does each')
+  by_claim = {r[0]: r for r in rows}
+  sngan = by_claim['Hat EBM beats its SN-GAN (Table 1, CIFAR-10)']
+  assert sngan[2] == 'none (one seed)' and sngan[6].startswith('one seed, no interval')
+  assert sngan[5] == '-24.4%'
+  assert by_claim['Hat EBM beats its SN-GAN (Table 1, CelebA)'][5] == '-2.4%'
+  current = by_claim['historical bank beats current samples']
+  assert current[6].startswith('holds') and 'stopped on seed(s) [0]' in current[6]
+
+
+def test_digits_scale_checks_are_paired_intervals_over_three_seeds():
+  seeds = [0, 1, 2]
+  records = records_for(seeds, shift=5.0)  # seeds differ by 5, each pair by the same gap
+  lines, data = tables.checks_table(records, seeds)
+  by_claim = {c['check']: c for c in data}
+  sngan = by_claim['Hat EBM beats its SN-GAN (Table 1)']
+  assert sngan['verdict'] == 'holds' and sngan['n'] == 3
+  assert sngan['mean'] == pytest.approx(4.5) and sngan['low'] == pytest.approx(4.5)
+  residual = by_claim['the residual Y keeps refinement stable']
+  assert residual['verdict'] == 'reversed'  # without Y scores better on every seed here
+  _, rows = table_rows(lines, 'Does each')
+  assert all(re.match(r'\[[-+]\d+\.\d\d, [-+]\d+\.\d\d\]', r[2]) for r in rows
+             if r[0] != 'historical bank beats current samples')
+  for s in seeds:  # a model of digits 0-4, scored on 5-9: its own stages
+    records[f'nearood_s{s}'] = {'result': {'other_digits': 0.90 + 0.02 * s}}
+  ood, _ = tables.ood_table(records, 'digits', seeds,
+                            (('ood', ''), ('nearood', 'model of digits 0-4')))
+  _, rows = table_rows(ood, 'Table 3')
+  assert rows[-1] == ['other_digits (model of digits 0-4)', '0.920 ± 0.020',
+                      '0.87 (cifar100, CIFAR-10 model)', 'nearood_s*']
+  refine, _ = tables.refinement_table(records, 'digits', seeds)
+  head, rows = table_rows(refine, 'Table 1')
+  assert head[1:3] == ['ours: FID ± sd over 3 seeds', 'eval sd (3 FID runs)']
+  assert '-24.4% on CIFAR-10, -2.4% on CelebA' in by_claim[
+      'Hat EBM beats its SN-GAN (Table 1)']['paper']  # digits: both datasets for the sign
+  hat = next(r for r in rows if r[0].startswith('Hat EBM'))
+  assert hat[1] == '19.10 ± 5.00' and hat[2] == '0.10'
+  assert hat[4] == '14.04 ± 0.11 (CIFAR-10); 5.98 ± 0.02 (CelebA)'
+  assert hat[5] == '-24.4% (CIFAR-10); -2.4% (CelebA)'
+  assert any('DDLS recovers 89% of' in line and '88% on CIFAR-10' in line for line in refine)
+
+
+def test_settings_table_puts_the_appendix_beside_each_config():
+  configs = {'cifar10_synth': {'training': {'num_steps': 75_000, 'batch_size': 128,
+                                            'data_eps': 1e-3, 'bank_size': 10_000},
+                               'optim': {'hat_lr': 1e-4, 'hat_clip_norm': None, 'gen_lr': 1e-4},
+                               'langevin': {'step_size': 5e-4, 'steps': 50, 'temperature': 1e-8},
+                               'perf': {'precision': 'float32'}}}
+  lines, data = tables.settings_table(configs, 'paper')
+  differs = [d['field'] for d in data if not d['same']]
+  assert differs == ['langevin.temperature']
+  head, rows = table_rows(lines, 'Settings')
+  assert all(len(r) == len(head) for r in rows) and len(rows) == len(paper.SETTINGS[
+      'cifar10_synth'])
+  assert paper.appendix_settings('digits_refine')[0] == 'cifar10_refine'
+
+
+def test_paper_effects_are_the_papers_numbers():
+  assert paper.EFFECTS['cifar10']['hat_ebm_vs_generator'] == pytest.approx(-0.244, abs=1e-3)
+  assert paper.EFFECTS['celeba']['hat_ebm_vs_generator'] == pytest.approx(-0.024, abs=1e-3)
+  assert paper.EFFECTS['cifar10']['ddls_share_of_gain'] == pytest.approx(0.879, abs=1e-3)
+
+
+def test_the_paper_configs_differ_from_the_appendix_only_where_documented():
+  from conftest import load_config  # pylint: disable=g-import-not-at-top
+  configs = {}
+  for name in paper.SETTINGS:
+    configs[name] = load_config(name)
+    configs[name].perf.precision = 'float32'  # what the paper scale pins
+  _, data = tables.settings_table(configs, 'paper')
+  differs = sorted((d['config'], d['field']) for d in data if not d['same'])
+  # Both follow the authors' release (docs/differences.md: each config says which it follows).
+  assert differs == [('cifar10_refine', 'langevin.prior_sigma'),
+                     ('cifar10_retrofit', 'training.data_eps')]

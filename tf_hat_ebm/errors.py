@@ -1,0 +1,64 @@
+"""The one-line error of every command (TensorFlow-free: flag errors come before TensorFlow loads).
+
+User errors (bad flag or config, unknown dataset, impossible batch split, missing data,
+unreadable checkpoint, full disk, divergence) end the program with one clear line on stderr and a
+non-zero exit code (1; 130 for Ctrl-C): `main_guard` decides which errors are the user's.
+Programming errors keep their traceback.
+"""
+import errno
+import logging
+import sys
+
+EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
+
+
+class DivergenceError(RuntimeError):
+  """A non-finite loss, energy or state: the run stops and nothing of that state is saved."""
+
+
+USER_ERRORS = (ValueError, DivergenceError, FileNotFoundError, PermissionError,
+               NotADirectoryError, IsADirectoryError, FileExistsError)
+
+
+def one_line(error):
+  """The informative line of an error (TF's traced errors start with 'in user code:')."""
+  lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+  if not lines:
+    return type(error).__name__
+  if lines[0].startswith('in user code') and len(lines) > 1:
+    return lines[-1]
+  return lines[0]
+
+
+def fail(message, code=1):
+  # TensorFlow warns about the unrestored values of a failed restore when objects are deleted
+  # (at exit): hundreds of lines after the one that matters.
+  logging.getLogger('tensorflow').setLevel(logging.ERROR)
+  print(f'error: {message}', file=sys.stderr, flush=True)
+  sys.exit(code)
+
+
+def _is_resource_error(error):
+  """Disk full, or device memory exhausted: nothing the program can fix."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top (only once TensorFlow ran)
+  if isinstance(error, tf.errors.ResourceExhaustedError):
+    return True
+  return isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def main_guard(fn, interrupted=None):
+  """Runs fn(); a user error prints 'error: ...' on one line and exits with status 1.
+
+  Ctrl-C exits with 130 and the line `interrupted()` returns, or the KeyboardInterrupt's own
+  message (e.g. where to resume from).
+  """
+  try:
+    return fn()
+  except USER_ERRORS as e:
+    fail(one_line(e))
+  except KeyboardInterrupt as e:
+    fail(interrupted() if interrupted else str(e) or 'interrupted', EXIT_INTERRUPTED)
+  except Exception as e:  # pylint: disable=broad-except
+    if not _is_resource_error(e):
+      raise
+    fail(f'out of space or memory: {one_line(e)}; free some and rerun the same command')

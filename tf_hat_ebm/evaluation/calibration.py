@@ -1,0 +1,114 @@
+"""How far a small-data FID can go at a sample size N, and what it cannot see.
+
+At the report's N the digits FID (features of the dataset's classifier, features.py, against the
+train split's statistics) has a floor well above 0: N held-out test digits score it, mostly
+small-sample bias. N *training* digits score the memorisation bound: a generator that copied its
+training set. Since the FID barely moves when a class is missing, each model's samples also get
+the class histogram by the same classifier (the share of the rarest class) and the distance of
+each sample to its nearest training image beside the test digits' own.
+"""
+import numpy as np
+import tensorflow as tf
+
+from tf_hat_ebm import data as data_lib
+from tf_hat_ebm.evaluation import fid
+
+
+def _draws(acts, num, runs, rng, keep=None):
+  """`runs` index sets of `num` rows of acts (only rows where `keep`), with replacement when there
+  are fewer rows than num."""
+  rows = np.arange(len(acts)) if keep is None else np.flatnonzero(keep)
+  if num == len(rows):  # the whole set: one draw, no spread to estimate
+    return [rows], False
+  replace = num > len(rows)
+  return [rows[rng.choice(len(rows), num, replace=replace)] for _ in range(runs)], replace
+
+
+def _mean_std(values):
+  values = np.asarray(values, np.float64)
+  return dict(mean=float(values.mean()), std=float(values.std(ddof=1)) if len(values) > 1
+              else None, runs=len(values))
+
+
+def split_images(data_cfg, split):
+  """The split's images as the model sees them ([n, size, size, c] in [-1, 1])."""
+  return np.concatenate(list(data_lib.eval_dataset(data_cfg, split, 500).as_numpy_iterator()))
+
+
+def predict_classes(feature_net, images, batch_size=500):
+  """Class of each image by the FID feature classifier's own head."""
+  model = feature_net.model
+  return np.concatenate([np.argmax(model(tf.convert_to_tensor(images[i:i + batch_size]),
+                                         training=False), axis=-1)
+                         for i in range(0, len(images), batch_size)])
+
+
+def class_histogram(classes, num_classes):
+  """{counts, rarest_class, rarest_share} of predicted classes."""
+  counts = np.bincount(np.asarray(classes, np.int64), minlength=num_classes)
+  rarest = int(np.argmin(counts))
+  return dict(counts=counts.tolist(), rarest_class=rarest,
+              rarest_share=float(counts[rarest] / max(counts.sum(), 1)))
+
+
+def nearest_distances(images, train_images, batch_size=500):
+  """L2 distance (pixels in [-1, 1]) of each image to its nearest training image."""
+  train = train_images.reshape(len(train_images), -1).astype(np.float64)
+  train_sq = (train ** 2).sum(1)
+  out = []
+  for i in range(0, len(images), batch_size):
+    x = np.asarray(images[i:i + batch_size], np.float64).reshape(-1, train.shape[1])
+    d2 = (x ** 2).sum(1)[:, None] - 2 * x @ train.T + train_sq[None]
+    out.append(np.sqrt(np.maximum(d2.min(1), 0.0)))
+  return np.concatenate(out)
+
+
+def calibrate(data_cfg, feature_net, cache_dir, num, runs=3, seed=0):
+  """The metric's reference points at `num` samples, each over `runs` random draws.
+
+  Returns {num, replacement, floor, memorisation, dropped_class, test}: FID against the train
+  split's statistics of `num` held-out test digits (with replacement if fewer), of `num`
+  training digits, and of `num` test digits without one class (the rarest of the test split: a
+  generator that misses a mode); `test` is the test digits' class histogram and their distances
+  to the nearest training image (the reference of `coverage`).
+  """
+  rng = np.random.RandomState(seed)
+  train = fid.data_activations(data_cfg, data_cfg.train_split, feature_net, cache_dir,
+                               verbose=False)
+  test = fid.data_activations(data_cfg, data_cfg.test_split, feature_net, cache_dir,
+                              verbose=False)
+  test_images = split_images(data_cfg, data_cfg.test_split)
+  train_images = split_images(data_cfg, data_cfg.train_split)
+  classes = predict_classes(feature_net, test_images)
+  num_classes = int(feature_net.model.output_shape[-1])
+  histogram = class_histogram(classes, num_classes)
+
+  def fids(acts, keep=None):
+    draws, replace = _draws(acts, num, runs, rng, keep)
+    return _mean_std([fid.frechet_distance(train, acts[d]) for d in draws]), replace
+
+  floor, replacement = fids(test)
+  memorisation, _ = fids(train)
+  dropped, _ = fids(test, classes != histogram['rarest_class'])
+  distances = nearest_distances(test_images, train_images)
+  return dict(num=num, replacement=replacement, test_size=len(test), floor=floor,
+              memorisation=memorisation,
+              dropped_class=dict(dropped, label=histogram['rarest_class']),
+              test=dict(histogram, nn_mean=float(distances.mean()),
+                        nn_p5=float(np.percentile(distances, 5))))
+
+
+def coverage(images, feature_net, data_cfg, calibration):
+  """A model's samples by the same classifier and against the training images.
+
+  Returns the class histogram (with the rarest class's share), the mean distance to the nearest
+  training image and the share of samples closer to it than 95% of the test digits are
+  (calibration['test']['nn_p5']): ~5% for a model as novel as held-out data, ~100% for copies.
+  """
+  images = np.asarray(images, np.float32)
+  num_classes = int(feature_net.model.output_shape[-1])
+  out = class_histogram(predict_classes(feature_net, images), num_classes)
+  distances = nearest_distances(images, split_images(data_cfg, data_cfg.train_split))
+  out.update(nn_mean=float(distances.mean()), share_closer_than_test_p5=float(
+      np.mean(distances < calibration['test']['nn_p5'])))
+  return out

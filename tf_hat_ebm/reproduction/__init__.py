@@ -1,0 +1,6 @@
+"""The paper's reproduction as resumable stages and a report (experiments/reproduce.py).
+
+`stages` holds the stage table per scale with the paper's numbers, `runner` runs the stages (each
+the user's own script in a subprocess) and decides when one is done, `report` turns the stages'
+records into tables, checks, markdown and JSON, and `pipeline` is the one call of the script.
+"""

@@ -1,0 +1,199 @@
+"""The reproduction in one call: check the options, claim --out, run the stages, write the report.
+
+--out belongs to reproduce.py once it holds its marker (.reproduce.json, listing the entries it
+writes). A non-empty directory without one is refused unless --overwrite, and even then an entry
+of the name of one of reproduce.py's own that it did not write is refused, never replaced.
+"""
+import json
+import os
+import shutil
+
+from tf_hat_ebm import cli
+from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import workdir as workdir_lib
+from tf_hat_ebm.reproduction import report as report_lib
+from tf_hat_ebm.reproduction import runner as runner_lib
+from tf_hat_ebm.reproduction import stages as stages_lib
+
+MARKER = '.reproduce.json'
+LOCK = 'reproduce.lock'
+# reproduce.py's own entries in --out besides the stages' directories.
+OWN = (MARKER, LOCK, 'report.md', 'report.json', 'figures', 'samples', 'tensorboard',
+       'feature_cache', 'release_refinement')
+
+
+def check_options(o):
+  """One-line errors for options that cannot run; --out made absolute."""
+  if o.scale not in stages_lib.SCALES:
+    raise ValueError(f'--scale={o.scale}: known scales are {", ".join(stages_lib.SCALES)}')
+  if not o.seeds or min(o.seeds) < 0:
+    raise ValueError('--seeds needs at least one seed >= 0')
+  repeated = sorted({s for s in o.seeds if list(o.seeds).count(s) > 1})
+  if repeated:
+    raise ValueError(f'--seeds repeats {", ".join(map(str, repeated))}: each seed once')
+  unknown = sorted(set(o.parts) - set(stages_lib.PARTS))
+  if unknown or not o.parts:
+    raise ValueError(f'--parts: unknown {", ".join(unknown) or "(none given)"}; known: '
+                     f'{", ".join(stages_lib.PARTS)}')
+  if o.size and o.size not in config_lib.SIZES:
+    raise ValueError(f'--size={o.size}: known sizes are {", ".join(config_lib.SIZES)}')
+  if not o.out or not o.out.strip():
+    raise ValueError('--out is empty: give a directory (or leave the flag out for '
+                     f'reproduce/{o.scale})')
+  if '://' in o.out:
+    # Locks, logs and records are local files, and subprocess logs need a real file handle.
+    raise ValueError(f'--out must be a local directory (it holds the stages\' logs, locks and '
+                     f'records), not {o.out}')
+  runner_lib.resolve_jobs(o.jobs, o.scale)
+  o.out = os.path.abspath(o.out)
+  return o
+
+
+def own_entries(stages):
+  return sorted(set(OWN) | {s.name for s in stages} | {s.workdir for s in stages if s.workdir})
+
+
+def read_marker(out):
+  path = os.path.join(out, MARKER)
+  if not os.path.lexists(path):
+    return None
+  try:
+    with open(path) as f:
+      marker = json.load(f)
+    return list(marker['entries'])
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    raise ValueError(f'{path} is not reproduce.py\'s marker ({cli.one_line(e)}): this --out was '
+                     'not made by reproduce.py as it stands; choose another --out') from None
+
+
+def claim(out, entries, overwrite):
+  """Checks that reproduce.py may write `entries` in `out`; the entries it owns there."""
+  if os.path.lexists(out) and not os.path.isdir(out):
+    raise ValueError(f'--out={out} is a file; give a directory')
+  present = sorted(os.listdir(out)) if os.path.isdir(out) else []
+  mine = read_marker(out)
+  if mine is None and present and not overwrite:
+    shown = ', '.join(present[:3]) + (', ...' if len(present) > 3 else '')
+    raise ValueError(f'--out={out} is not empty ({shown}) and was not made by reproduce.py: '
+                     'choose a new directory, or pass --overwrite to write beside what is there '
+                     '(only reproduce.py\'s own files are ever written)')
+  foreign = sorted(set(present) & set(entries) - set(mine or ()) - {MARKER})
+  if foreign:
+    raise ValueError(f'{os.path.join(out, foreign[0])} exists and was not written by '
+                     'reproduce.py: move it away, or choose another --out')
+  return sorted(set(mine or ()) | set(entries))
+
+
+def mark(out, entries):
+  try:
+    os.makedirs(out, exist_ok=True)
+  except OSError as e:
+    raise PermissionError(f'cannot create --out={out}: {e.strerror}') from None
+  runner_lib.write_json(os.path.join(out, MARKER), dict(tool='reproduce.py', entries=entries))
+
+
+def resolved_config(stage):
+  """The config a training stage runs with: its file (and size) and the command's overrides."""
+  path, _, size = stage.config.partition(':')
+  try:
+    config = config_lib.load_file(os.path.join(cli.scripts_dir(), path[len('experiments/'):]),
+                                  *([size] if size else []))
+  except TypeError as e:  # a config whose get_config takes no size
+    raise ValueError(f'{stage.config}: {cli.one_line(e)}') from None
+  for key, value in stage.overrides.items():
+    *sections, name = key.split('.')
+    section = config
+    for part in sections:
+      section = section.get(part) if part in section else None
+      if section is None:
+        break
+    if section is None or name not in section:
+      raise ValueError(f'stage {stage.name}: {stage.config} has no field {key}')
+    section[name] = value
+  return config
+
+
+def dry_run(stages, options, print_fn=print):
+  """Prints each stage's commands and the resolved config of its training; writes nothing."""
+  for i, stage in enumerate(stages):
+    after = f' (after {", ".join(stage.after)})' if stage.after and stage.kind != 'figures' else ''
+    print_fn(f'# [{i + 1}/{len(stages)}] {stage.name}{after}')
+    for line in stage.command_lines():
+      print_fn(line)
+    if stage.config:
+      config = resolved_config(stage)
+      if options.data_dir and not stage.config.startswith('experiments/configs/digits'):
+        config.data.data_dir = options.data_dir
+      print_fn(f'# config: {config.to_json_best_effort(sort_keys=True)}')
+
+
+def collect_figures(out):
+  """Copies the Langevin paths and sample grids of the figures stage into out/figures/; their
+  names."""
+  source, target = os.path.join(out, 'samples'), os.path.join(out, 'figures')
+  os.makedirs(target, exist_ok=True)
+  for model in sorted(os.listdir(source)) if os.path.isdir(source) else []:
+    for name in sorted(os.listdir(os.path.join(source, model))):
+      if name == 'langevin_path.png' or (name.startswith('samples_') and name.endswith('.png')):
+        shutil.copyfile(os.path.join(source, model, name),
+                        os.path.join(target, f'{model}_{name}'))
+  return sorted(f for f in os.listdir(target) if f.endswith('.png'))
+
+
+def write_report(records, options):
+  """report.md, report.json, figures/ and the markdown in TensorBoard's text tab."""
+  out = options.out
+  markdown, data = report_lib.build_report(records, options, collect_figures(out))
+  runner_lib.write_text(os.path.join(out, 'report.md'), markdown)
+  runner_lib.write_json(os.path.join(out, 'report.json'), data)
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  writer = tf.summary.create_file_writer(os.path.join(out, 'tensorboard'))
+  with writer.as_default():
+    tf.summary.text('report', markdown, step=0)
+  writer.close()
+  return markdown, data
+
+
+def reproduce(options, run_command=None, print_fn=print):
+  """Runs (or with dry_run prints) every stage of `options` and writes the report; the records.
+
+  Errors are one-line ValueErrors / PermissionErrors (errors.main_guard: exit 1); Ctrl-C and
+  SIGTERM stop the running stages' children and leave a state the same command resumes.
+  """
+  check_options(options)
+  stages = stages_lib.build(options)
+  if options.dry_run:
+    dry_run(stages, options, print_fn)
+    return {}
+  entries = claim(options.out, own_entries(stages), options.overwrite)
+  with runner_lib.stop_on_sigterm():  # SIGTERM at any moment: as Ctrl-C, the lock released
+    mark(options.out, entries)
+    with workdir_lib.WorkdirLock(options.out, log=print_fn, name=LOCK,
+                                 what='another reproduce.py'):
+      records = runner_lib.Runner(stages, options, run_command, print_fn).run_all()
+      markdown, _ = write_report(records, options)
+  print_fn(markdown)
+  print_fn(f'\nreport: {os.path.join(options.out, "report.md")} (and report.json, figures/, '
+           f'TensorBoard text in {os.path.join(options.out, "tensorboard")})')
+  return records
+
+
+def reproduce_command(scale='digits', seeds=None, out=None, parts=stages_lib.PARTS, size=None,
+                      tpu=None, data_dir=None, inception_path=None, precision=None,
+                      release_sngan=None, jobs='auto', dry_run=False, overwrite=False):
+  """tf-hat-ebm-reproduce: the flags as Options, then `reproduce`. Ctrl-C or SIGTERM stops the
+  running stages (exit 130); the same command resumes."""
+  try:
+    seeds = tuple(int(s) for s in seeds) if seeds else tuple(stages_lib.SCALES[scale].seeds)
+  except ValueError:
+    raise ValueError(f'--seeds must be comma-separated integers, not {",".join(seeds)}')
+  options = stages_lib.Options(
+      out=out if out is not None else os.path.join('reproduce', scale), scale=scale, seeds=seeds,
+      parts=tuple(parts), size=size or None, tpu=tpu, data_dir=data_dir,
+      inception_path=inception_path, precision=precision, release_sngan=release_sngan,
+      jobs=jobs, dry_run=dry_run, overwrite=overwrite)
+  try:
+    return reproduce(options)
+  except KeyboardInterrupt as e:
+    raise KeyboardInterrupt('interrupted: the running stages were stopped; rerun the same '
+                            'command to resume') from e

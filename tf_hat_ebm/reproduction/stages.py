@@ -1,0 +1,265 @@
+"""The reproduction's stages as data: per scale its configs, evaluation flags, the paper's numbers.
+
+A stage's commands are recorded as a user runs them from the output directory: `python`, the
+project's `experiments/` scripts, and paths relative to --out (runner.py runs them there).
+Parts and stages carry the paper's names: synthesis, refinement, retrofit, ood, ablations, figures.
+"""
+import dataclasses
+import os
+import shlex
+from typing import Dict, List, Optional, Tuple
+
+PARTS = ('synthesis', 'refinement', 'retrofit', 'ood', 'ablations', 'figures')
+TRAIN_SCRIPT = dict(synthesis='train_synthesis.py', sngan='train_sngan.py',
+                    refinement='train_refinement.py', autoencoder='train_autoencoder.py',
+                    retrofit='train_retrofit.py')
+TRAINED = tuple(TRAIN_SCRIPT)  # stage kinds that train (done when their step is reached)
+PRECISION_KINDS = ('synthesis', 'refinement', 'retrofit')  # the kinds with a perf.precision
+
+
+@dataclasses.dataclass(frozen=True)
+class Scale:
+  """One scale of the pipeline: config per kind, evaluation flags, ETA seconds per kind."""
+  configs: Dict[str, str]
+  fid: Tuple[str, ...]
+  ood: Tuple[str, ...]
+  samples: Tuple[str, ...]
+  seconds: Dict[str, float]  # estimated idle seconds per stage kind (the ETA; rescaled as measured)
+  seeds: Tuple[int, ...]
+  precision: Optional[str] = None  # training precision unless --precision says otherwise
+  # Table 2's and Table 1's other datasets: (dataset, config) and (dataset, SN-GAN config, config).
+  more_synthesis: Tuple[Tuple[str, str], ...] = ()
+  more_refinement: Tuple[Tuple[str, str, str], ...] = ()
+
+
+SCALES = {
+    # Each config at its own length; FID of 1,000 samples with the digits classifier.
+    'digits': Scale(
+        configs=dict(synthesis='digits_synth', sngan='digits_sngan', refinement='digits_refine',
+                     autoencoder='digits_autoencoder', retrofit='digits_retrofit'),
+        fid=('--num_samples=1000', '--runs=2'), ood=(), samples=('--num_samples=64',),
+        seconds=dict(synthesis=290, sngan=150, refinement=135, autoencoder=75, retrofit=400,
+                     fid=80, ood=10, figures=75, release=60),
+        seeds=(0, 1, 2)),
+    # The paper configs in float32, as the paper and the release trained.
+    'paper': Scale(
+        configs=dict(synthesis='cifar10_synth', sngan='cifar10_sngan',
+                     refinement='cifar10_refine', autoencoder='cifar10_autoencoder',
+                     retrofit='cifar10_retrofit'),
+        fid=('--runs=3',), ood=(), samples=('--num_samples=64',),
+        seconds=dict(synthesis=40 * 3600, sngan=20 * 3600, refinement=10 * 3600,
+                     autoencoder=5 * 3600, retrofit=15 * 3600, fid=3600, ood=1800, figures=600,
+                     release=300),
+        seeds=(0,), precision='float32',
+        more_synthesis=(('celeba', 'celeba_synth'), ('imagenet128', 'imagenet128_synth'),
+                        ('imagenet128_large', 'imagenet128_synth_large')),
+        more_refinement=(('celeba', 'celeba_sngan', 'celeba_refine'),)),
+}
+# Evaluation sizes that go with a config size (config.SIZES): the tests' pipeline in seconds.
+EVAL_SIZES = {'tiny': dict(fid=('--num_samples=20', '--runs=1', '--batch_size=10'),
+                           ood=('--num=50',), samples=('--num_samples=4', '--path_chains=2'),
+                           seconds=5)}
+
+# The paper's numbers (CIFAR-10 / CelebA / ImageNet, Inception FID; AUROC).
+PAPER_SYNTHESIS = {'cifar10': '19.30 ± 0.15', 'celeba': '11.57 ± 0.04',
+                   'imagenet128': '40.24 ± 0.18', 'imagenet128_large': '29.37 ± 0.15'}
+PAPER_REFINEMENT = {'cifar10': {'generator': '18.58', 'ddls': '14.59', 'hat_ebm': '14.04'},
+                    'celeba': {'generator': '6.13', 'ddls': '6.06', 'hat_ebm': '5.98'}}
+PAPER_RETROFIT = {'hat_ebm': '26.01 ± 0.09'}
+PAPER_OOD = {'svhn_cropped': '0.92', 'cifar100': '0.87', 'celeb_a': '0.94'}
+# Ablation arms: name -> (part of the reference stage's name, config overrides).
+ABLATIONS = {
+    'current': ('synthesis', {'training.generator_update': 'current'}),
+    'coop': ('synthesis', {'training.generator_update': 'cooperative'}),
+    'coop_bn': ('synthesis', {'training.generator_update': 'cooperative_bn'}),
+    'noresidual': ('refinement', {'langevin.use_residual': False,
+                                  'sampling.use_residual': False}),
+}
+# The release's CIFAR-10 refinement files (--release_sngan=DIR): hat and SN-GAN generator.
+RELEASE_FILES = dict(hat='ebm.ckpt', generator='gen.ckpt')
+
+
+@dataclasses.dataclass
+class Options:
+  """What the user asked for (experiments/reproduce.py's flags)."""
+  out: str
+  scale: str = 'digits'
+  seeds: Tuple[int, ...] = (0, 1, 2)
+  parts: Tuple[str, ...] = PARTS
+  size: Optional[str] = None  # config size (config.SIZES), e.g. 'tiny' for the tests
+  tpu: Optional[str] = None
+  data_dir: Optional[str] = None
+  inception_path: Optional[str] = None
+  precision: Optional[str] = None  # None: the scale's (float32 at paper scale)
+  release_sngan: Optional[str] = None
+  jobs: str = 'auto'
+  dry_run: bool = False
+  overwrite: bool = False
+
+  def training_precision(self):
+    return self.precision or SCALES[self.scale].precision
+
+
+@dataclasses.dataclass
+class Stage:
+  """A named step: commands run in order in --out; its record goes to <name>/done.json.
+
+  outputs[i] is the file (relative to --out) command i writes last, so a rerun skips it once it
+  exists; None marks a training, done only when its workdir reached the configured step.
+  `reference`: an ablation arm's reference stage (a guard stop counts only when it is healthy).
+  """
+  name: str
+  kind: str  # a TRAINED kind, or 'release', 'ood', 'figures'
+  part: str
+  commands: List[List[str]]
+  outputs: List[Optional[str]]
+  workdir: Optional[str] = None
+  after: Tuple[str, ...] = ()
+  result: str = 'none'  # 'fid', 'compare', 'ood' or 'none': which numbers the record holds
+  reference: Optional[str] = None
+  guard_stop_is_result: bool = False  # a guard stop is recorded (a seed sweep's), not an error
+  keep_going: bool = False  # a failed command does not stop the next (figures of failed runs)
+  config: Optional[str] = None  # the training's config file (with its size), as in the command
+  overrides: Dict[str, object] = dataclasses.field(default_factory=dict)
+  label: Optional[str] = None  # how the report names the stage's model, where it differs
+
+  def command_lines(self):
+    return [shlex.join(c) for c in self.commands]
+
+
+class _Builder:
+  """Collects the stages of one set of Options."""
+
+  def __init__(self, options):
+    self.o, self.scale, self.stages = options, SCALES[options.scale], []
+    sized = EVAL_SIZES.get(options.size, {})
+    self.fid = list(sized.get('fid', self.scale.fid)) + ['--feature_cache_dir=feature_cache']
+    if options.inception_path:
+      self.fid.append(f'--inception_path={options.inception_path}')
+    self.ood = list(sized.get('ood', self.scale.ood))
+    self.samples = list(sized.get('samples', self.scale.samples))
+
+  def config_file(self, config):
+    size = f':{self.o.size}' if self.o.size else ''
+    return f'experiments/configs/{config}.py{size}'
+
+  def train_command(self, kind, config, workdir, overrides):
+    cmd = ['python', f'experiments/{TRAIN_SCRIPT[kind]}', f'--config={self.config_file(config)}',
+           f'--workdir={workdir}']
+    cmd += [f'--config.{k}={v}' for k, v in overrides.items()]
+    if self.o.data_dir and not config.startswith('digits'):
+      cmd.append(f'--config.data.data_dir={self.o.data_dir}')
+    if self.o.tpu:
+      cmd.append(f'--tpu={self.o.tpu}')
+    return cmd
+
+  def trained(self, name, kind, part, seed, config=None, extra=None, after=(), scored=True,
+              reference=None, label=None):
+    """A training stage in <out>/<name>/, then (`scored`) the FID of its samples."""
+    config = config or self.scale.configs[kind]
+    overrides = dict({'seed': seed}, **(extra or {}))
+    if self.o.training_precision() and kind in PRECISION_KINDS:
+      overrides['perf.precision'] = self.o.training_precision()
+    commands = [self.train_command(kind, config, name, overrides)]
+    outputs = [None]
+    if scored:
+      commands.append(['python', 'experiments/evaluate_fid.py', f'--workdir={name}'] + self.fid)
+      outputs.append(f'{name}/fid.json')
+    self.stages.append(Stage(name, kind, part, commands, outputs, workdir=name, after=after,
+                             result='fid' if scored else 'none', reference=reference,
+                             config=self.config_file(config), overrides=overrides, label=label))
+
+  def release_sngan(self):
+    """The release's published CIFAR-10 SN-GAN, imported with its refinement hat."""
+    files = {k: os.path.join(self.o.release_sngan, v) for k, v in RELEASE_FILES.items()}
+    commands = [['python', 'experiments/import_release.py',
+                 f'--config={self.config_file(self.scale.configs["refinement"])}',
+                 f'--hat={files["hat"]}', f'--generator={files["generator"]}',
+                 '--workdir=release_refinement', '--generator_workdir=sngan_release'],
+                ['python', 'experiments/evaluate_fid.py', '--workdir=sngan_release'] + self.fid]
+    self.stages.append(Stage('sngan_release', 'release', 'refinement', commands,
+                             ['sngan_release/config.json', 'sngan_release/fid.json'],
+                             workdir='sngan_release', result='fid', label='published SN-GAN'))
+
+  def seed(self, seed):
+    """The stages of one training seed (Tables 1-3 and the retrofit)."""
+    parts, s = set(self.o.parts), f'_s{seed}'
+    if parts & {'synthesis', 'ood', 'ablations'}:
+      self.trained(f'synthesis{s}', 'synthesis', 'synthesis', seed)
+    for data, config in self.scale.more_synthesis if 'synthesis' in parts else ():
+      self.trained(f'synthesis_{data}{s}', 'synthesis', 'synthesis', seed, config=config)
+    if parts & {'refinement', 'ablations'}:
+      self.refinement(seed, '', None, self.scale.configs['refinement'])
+    for data, gan_config, config in self.scale.more_refinement if 'refinement' in parts else ():
+      self.refinement(seed, f'_{data}', gan_config, config)
+    if 'retrofit' in parts:
+      self.trained(f'autoencoder{s}', 'autoencoder', 'retrofit', seed, scored=False)
+      self.trained(f'retrofit{s}', 'retrofit', 'retrofit', seed, after=(f'autoencoder{s}',),
+                   extra={'generator.path': f'autoencoder{s}'})
+    if 'ood' in parts:
+      self.stages.append(Stage(
+          f'ood{s}', 'ood', 'ood',
+          [['python', 'experiments/evaluate_ood.py', f'--workdir=synthesis{s}'] + self.ood
+           + ([f'--data_dir={self.o.data_dir}'] if self.o.data_dir else [])],
+          [f'synthesis{s}/ood.json'], after=(f'synthesis{s}',), result='ood'))
+
+  def refinement(self, seed, data, gan_config, config):
+    s = f'_s{seed}'
+    if self.o.release_sngan and not data:
+      gan = 'sngan_release'
+      if not any(st.name == gan for st in self.stages):
+        self.release_sngan()
+    else:
+      gan = f'sngan{data}{s}'
+      self.trained(gan, 'sngan', 'refinement', seed, config=gan_config, label='retrained SN-GAN')
+    self.trained(f'refinement{data}{s}', 'refinement', 'refinement', seed, config=config,
+                 extra={'generator.path': gan}, after=(gan,))
+
+  def ablations(self, seed):
+    """Each arm beside its reference: the generator's targets, and refinement without Y."""
+    for arm, (reference, extra) in ABLATIONS.items():
+      extra, after = dict(extra), ()
+      if reference == 'refinement':
+        gan = 'sngan_release' if self.o.release_sngan else f'sngan_s{seed}'
+        extra['generator.path'], after = gan, (gan,)
+      self.trained(f'{arm}_s{seed}', reference, 'ablations', seed, extra=extra, after=after,
+                   reference=f'{reference}_s{seed}')
+
+  def figures(self):
+    """Langevin paths and sample grids of the first seed's models, after every other stage."""
+    seed, cmds, outputs = self.o.seeds[0], [], []
+    models = [st.name for st in self.stages if st.result == 'fid' and st.name.endswith(
+        f'_s{seed}') and st.name.rsplit('_s', 1)[0] in (
+            'synthesis', 'refinement', 'retrofit', *ABLATIONS)]
+    for model in models:
+      target = f'samples/{model.rsplit("_s", 1)[0]}'
+      cmds.append(['python', 'experiments/sample.py', f'--workdir={model}', f'--output={target}',
+                   '--overwrite'] + self.samples)
+      outputs.append(f'{target}/langevin_path.png')  # its last file
+    self.stages.append(Stage('figures', 'figures', 'figures', cmds, outputs,
+                             after=tuple(st.name for st in self.stages), keep_going=True))
+
+
+def build(options):
+  """Every stage of `options`, in an order that respects their `after`."""
+  if options.release_sngan and options.scale != 'paper':
+    raise ValueError('--release_sngan imports the published CIFAR-10 SN-GAN: it needs '
+                     '--scale=paper')
+  builder = _Builder(options)
+  for seed in options.seeds:
+    builder.seed(seed)
+  if 'ablations' in options.parts:
+    for seed in options.seeds:
+      builder.ablations(seed)
+  if 'figures' in options.parts:
+    builder.figures()
+  return builder.stages
+
+
+def estimate(stage, options):
+  """Estimated idle seconds of a stage (for the ETA)."""
+  tiny = EVAL_SIZES.get(options.size, {}).get('seconds')
+  if tiny:
+    return tiny * len(stage.commands)
+  seconds = SCALES[options.scale].seconds
+  return seconds[stage.kind] + (seconds['fid'] if stage.result == 'fid' else 0)

@@ -1,0 +1,109 @@
+"""Statistics of the reproduction's tables: spread over seeds and over FID runs, paired effects.
+
+A row's number is the mean over training seeds with the *sample* std (ddof 1) over seeds, and
+beside it the evaluation std: the spread of the FID over independent sample sets of one model
+(pooled over seeds). An effect the paper reports is checked as the paired difference over seeds
+(each seed shares its SN-GAN, autoencoder and data order between the two arms) with its 95%
+Student-t interval; its verdict comes from the interval, never from counting seeds.
+"""
+import math
+
+from scipy import stats as scipy_stats
+
+CONFIDENCE = 0.95
+HOLDS, REVERSED, UNRESOLVED = 'holds', 'reversed', 'not resolved'
+
+
+def _finite(values):
+  return [float(v) for v in values if v is not None and math.isfinite(v)]
+
+
+def sample_std(values):
+  """Sample std (ddof 1) of the finite values; None below two values."""
+  values = _finite(values)
+  if len(values) < 2:
+    return None
+  mean = sum(values) / len(values)
+  return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def evaluation_std(runs_per_seed):
+  """The std of one model's FID over its independent sample sets, pooled over seeds: the root of
+  the mean per-seed sample variance. None when no seed has two runs."""
+  variances = [sample_std(runs) ** 2 for runs in runs_per_seed or () if runs
+               and sample_std(runs) is not None]
+  return math.sqrt(sum(variances) / len(variances)) if variances else None
+
+
+def summary(per_seed, runs_per_seed=None):
+  """{mean, std (over seeds, ddof 1), n (seeds measured), eval_std, eval_runs, per_seed}.
+
+  per_seed: one value per seed (None where the seed has none); runs_per_seed: the FID of each
+  sample set per seed (its mean is the seed's value), for the evaluation std.
+  """
+  values = _finite(per_seed)
+  runs = [list(r) for r in runs_per_seed or () if r]
+  return dict(mean=sum(values) / len(values) if values else None, std=sample_std(values),
+              n=len(values), eval_std=evaluation_std(runs),
+              eval_runs=min((len(r) for r in runs), default=0), per_seed=list(per_seed))
+
+
+def t_interval(differences, confidence=CONFIDENCE):
+  """(mean, low, high) of the Student-t interval of the mean difference; low = high = None with
+  fewer than two differences (no spread to make an interval from)."""
+  d = _finite(differences)
+  if not d:
+    return None, None, None
+  mean = sum(d) / len(d)
+  if len(d) < 2:
+    return mean, None, None
+  half = scipy_stats.t.ppf((1 + confidence) / 2, len(d) - 1) * sample_std(d) / math.sqrt(len(d))
+  return mean, mean - half, mean + half
+
+
+def paired_effect(better, worse, lower_is_better=True, failed_seeds=(), seeds=None,
+                  confidence=CONFIDENCE):
+  """The paper's claim "`better` beats `worse`" checked on paired per-seed values.
+
+  better, worse: per-seed values in the same seed order (None: not measured). The difference is
+  worse - better (better - worse for higher-is-better scores such as AUROC), so a positive
+  difference has the paper's sign. failed_seeds: seeds whose `worse` arm stopped (a guard or a
+  NaN); such a seed counts for the paper only where `better` finished healthy on it.
+  Returns {verdict, text, n, mean, low, high, failed_counted, failed_not_counted}.
+  """
+  seeds = list(seeds if seeds is not None else range(len(better)))
+  sign = 1.0 if lower_is_better else -1.0
+  diffs, counted, not_counted = [], [], []
+  for seed, b, w in zip(seeds, better, worse):
+    healthy = _finite([b])
+    if seed in failed_seeds:
+      (counted if healthy else not_counted).append(seed)
+    elif healthy and _finite([w]):
+      diffs.append(sign * (float(w) - float(b)))
+  mean, low, high = t_interval(diffs, confidence)
+  out = dict(n=len(diffs), mean=mean, low=low, high=high, failed_counted=counted,
+             failed_not_counted=not_counted)
+  notes = []
+  if counted:
+    notes.append(f'the ablated arm stopped on seed(s) {counted} where the reference finished')
+  if not_counted:
+    notes.append(f'seed(s) {not_counted} not counted: both arms failed')
+  if not diffs:
+    out['verdict'] = HOLDS if counted else 'not measured'
+    out['text'] = '; '.join([out['verdict']] + notes)
+    return out
+  if low is None:
+    out['verdict'] = 'one seed: no interval'
+    side = "the paper's sign" if mean > 0 else 'against the paper' if mean < 0 else 'no difference'
+    text = f'one seed, no interval: difference {mean:+.2f} ({side})'
+  else:
+    if low > 0:
+      out['verdict'] = HOLDS
+    elif high < 0:
+      out['verdict'] = REVERSED
+    else:
+      out['verdict'] = f'{UNRESOLVED} at {len(diffs)} seeds'
+    text = (f'{out["verdict"]}: difference {mean:+.2f}, {100 * confidence:.0f}% interval '
+            f'[{low:+.2f}, {high:+.2f}] over {len(diffs)} paired seeds')
+  out['text'] = '; '.join([text] + notes)
+  return out

@@ -1,0 +1,388 @@
+"""Markdown of the reproduction's tables, with the paper's numbers beside ours (pure Python).
+
+Input: the stages' done records {stage: {'result': {...}, 'failed': bool}} as the pipeline writes
+them (stage `<prefix>_s<seed>`; a FID result holds `<method>` and `<method>_runs`). Tables are
+numbered as the paper's (paper.TABLES). At the digits scale the paper column holds the paper's
+CIFAR-10 / CelebA Inception FID for the sign and relative size of each effect only; at the paper
+scale it is the paper's number with its std beside ours with both of ours (over seeds, over FID
+runs). Every table is checked to be well formed (as many cells per row as the header).
+"""
+from tf_hat_ebm.reproduction import paper
+from tf_hat_ebm.reproduction import statistics
+
+DASH = '–'
+DATA_NAMES = {'cifar10': 'CIFAR-10', 'celeba': 'CelebA'}
+
+
+# ---- cells and tables --------------------------------------------------------------------------
+def number(mean, std=None, digits=2):
+  """'mean ± std', 'mean' (std None) or '–' (mean None)."""
+  if mean is None:
+    return DASH
+  return f'{mean:.{digits}f}' + ('' if std is None else f' ± {std:.{digits}f}')
+
+
+def percent(fraction):
+  return DASH if fraction is None else f'{100 * fraction:+.1f}%'
+
+
+def markdown(headers, rows):
+  """Lines of a markdown table; a row with another cell count than the header is an error."""
+  for row in rows:
+    if len(row) != len(headers):
+      raise ValueError(f'table row {row} has {len(row)} cells, the header {len(headers)}')
+  return (['| ' + ' | '.join(headers) + ' |', '|' + '---|' * len(headers)]
+          + ['| ' + ' | '.join(str(c) for c in row) + ' |' for row in rows])
+
+
+# ---- records -----------------------------------------------------------------------------------
+def per_seed(records, prefix, key, seeds):
+  """(values, FID runs, failed seeds) of result[key] of stages <prefix>_s<seed>."""
+  values, runs, failed = [], [], []
+  for seed in seeds:
+    record = records.get(f'{prefix}_s{seed}', {})
+    result = record.get('result') or {}
+    values.append(result.get(key))
+    runs.append(result.get(f'{key}_runs') or [])
+    if record.get('failed'):
+      failed.append(seed)
+  return values, runs, failed
+
+
+class Measured:
+  """One row's numbers: statistics.summary of its per-seed values, its stages and failures."""
+
+  def __init__(self, records, prefix, key, seeds):
+    values, runs, self.failed = per_seed(records, prefix, key, seeds)
+    self.summary = statistics.summary(values, runs)
+    self.prefix, self.key, self.values = prefix, key, values
+
+  @property
+  def mean(self):
+    return self.summary['mean']
+
+  def cells(self, digits=2):
+    """[ours ± sd over seeds, eval sd]."""
+    s = self.summary
+    return [number(s['mean'], s['std'], digits), number(s['eval_std'], None, digits)]
+
+  def stages(self):
+    return f'{self.prefix}_s*' + (f' (failed: seeds {self.failed})' if self.failed else '')
+
+  def json(self, label, paper_value=None):
+    return dict(label=label, stages=f'{self.prefix}_s*', failed_seeds=self.failed,
+                paper=list(paper_value) if paper_value else None, **self.summary)
+
+
+def _heads(runs, n_seeds, what='FID'):
+  spread = f'± sd over {n_seeds} seeds' if n_seeds > 1 else '(1 seed: no sd)'
+  return [f'ours: {what} {spread}', f'eval sd ({runs} FID runs)' if runs else 'eval sd']
+
+
+def _runs(rows):
+  return min((m.summary['eval_runs'] for _, m, *_ in rows if m.summary['eval_runs']), default=0)
+
+
+# ---- the paper's tables ------------------------------------------------------------------------
+def header(scale, seeds, precision, fid_samples=None, feature_net=None):
+  """The report's opening lines: what every number is, the precision the runs trained in."""
+  lines = [f'# Hat EBM reproduction ({scale} scale, seeds {", ".join(map(str, seeds))})', '',
+           f'Each number: mean ± sample std (ddof 1) over {len(seeds)} training seed(s)'
+           + (' (one seed: no std over seeds)' if len(seeds) < 2 else '')
+           + '; "eval sd": the std of the FID over independent sample sets of one model, '
+           'pooled over seeds. Each effect is the paired difference over seeds with its 95% '
+           'Student-t interval; its verdict comes from the interval.',
+           f'Precision: {precision} (the paper and the authors\' release trained in float32).']
+  if fid_samples or feature_net:
+    count = f'{fid_samples:,}' if isinstance(fid_samples, int) else fid_samples or '?'
+    lines.append(f'FID: {count} samples per run, features: {feature_net or "?"}.')
+  if scale == 'paper':
+    lines.append("The paper column: the paper's Inception FID, mean ± std over 3 runs.")
+  else:
+    lines.append("FID here is the digits classifier's small-data FID, not comparable with the "
+                 "paper's Inception FID: the paper column (CIFAR-10 / CelebA) is for the sign "
+                 'and relative size of each effect only.')
+  return lines + ['']
+
+
+def _paper_refinement(method, data):
+  """(paper cell, paper relative cell) of a Table 1 method: one dataset, or every dataset."""
+  datasets = [data] if data else list(paper.REFINEMENT)
+  values = [paper.REFINEMENT[d][method] for d in datasets]
+  base = [paper.REFINEMENT[d]['generator'][0] for d in datasets]
+  where = (lambda d: '') if data else (lambda d: f' ({DATA_NAMES[d]})')
+  value = '; '.join(number(*v) + where(d) for v, d in zip(values, datasets))
+  rel = DASH if method == 'generator' else '; '.join(
+      percent(paper.relative(v[0], b)) + where(d) for v, b, d in zip(values, base, datasets))
+  return value, rel
+
+
+def refinement_table(records, scale, seeds):
+  """Table 1: SN-GAN G(Z0), DDLS, Hat EBM from the same Z0 (and the SN-GAN scored alone)."""
+  datasets = (['cifar10'] + [d for d in ('celeba',)
+                             if any(k.startswith(f'refine_{d}_s') for k in records)]
+              if scale == 'paper' else [None])
+  rows, out, notes = [], [], []
+  for data in datasets:
+    suffix = f'_{data}' if data and data != 'cifar10' else ''
+    where = f', {DATA_NAMES[data]}' if data else ''
+    gan = Measured(records, f'refine{suffix}', 'generator', seeds)
+    for label, prefix, key in (('SN-GAN G(Z0)', f'refine{suffix}', 'generator'),
+                               ('DDLS', f'refine{suffix}', 'ddls'),
+                               ('Hat EBM X = G(Z_K) + Y_K', f'refine{suffix}', 'hat_ebm'),
+                               ('SN-GAN scored on its own', f'sngan{suffix}', 'generator')):
+      m = Measured(records, prefix, key, seeds)
+      rel = (percent(paper.relative(m.mean, gan.mean)) if key != 'generator' and
+             None not in (m.mean, gan.mean) else DASH)
+      p_value, p_rel = _paper_refinement(key, data)
+      rows.append((label + where, m, rel, p_value, p_rel))
+      out.append(m.json(label + where, paper.REFINEMENT[data][key] if data else None))
+    ddls, hat = (Measured(records, f'refine{suffix}', k, seeds).mean for k in ('ddls', 'hat_ebm'))
+    if None not in (gan.mean, ddls, hat) and gan.mean != hat:
+      share = (gan.mean - ddls) / (gan.mean - hat)
+      papers = [f'{100 * paper.EFFECTS[d]["ddls_share_of_gain"]:.0f}% on {DATA_NAMES[d]}'
+                for d in ([data] if data else paper.REFINEMENT)]
+      notes.append(f'DDLS recovers {100 * share:.0f}% of the Hat EBM\'s gain over the SN-GAN'
+                   f'{where} (the paper: {", ".join(papers)}).')
+  headers = [''] + _heads(_runs(rows), len(seeds)) + [
+      'ours vs SN-GAN G(Z0)', 'paper: FID ± sd', 'paper vs SN-GAN', 'stages']
+  cells = [[label] + m.cells() + [rel, p_value, p_rel, m.stages()]
+           for label, m, rel, p_value, p_rel in rows]
+  return _titled(1, markdown(headers, cells) + [''] + notes + ([''] if notes else [])), out
+
+
+def synthesis_table(records, scale, seeds, configs):
+  """Table 2: the Hat EBM's samples X = G(Z) + Y per synthesis config, and its G(Z) alone.
+
+  configs: [(stage prefix, config name)], the first the main synthesis stage."""
+  rows, out = [], []
+  for prefix, config in configs:
+    hat = Measured(records, prefix, 'hat_ebm', seeds)
+    gen = Measured(records, prefix, 'generator', seeds)
+    published = paper.SYNTHESIS.get(config if scale == 'paper' else 'cifar10_synth')
+    where = '' if scale == 'paper' else ' (CIFAR-10)'
+    rel = percent(paper.relative(hat.mean, gen.mean)) if None not in (hat.mean, gen.mean) else DASH
+    rows.append((f'Hat EBM X = G(Z) + Y, {config}', hat, rel,
+                 number(*published) + where if published else DASH))
+    rows.append((f'its generator alone G(Z), {config}', gen, DASH, 'not reported'))
+    out += [hat.json(rows[-2][0], published), gen.json(rows[-1][0])]
+  headers = [''] + _heads(_runs(rows), len(seeds)) + ['ours vs G(Z)', 'paper: FID ± sd', 'stages']
+  cells = [[label] + m.cells() + [rel, p, m.stages()] for label, m, rel, p in rows]
+  peers = '; '.join(f'{config}: ' + ', '.join(f'{k} {v}' for k, v in
+                                              paper.SYNTHESIS_PEERS.get(config, {}).items())
+                    for _, config in configs if config in paper.SYNTHESIS_PEERS)
+  notes = [f"The paper's peers in Table 2: {peers}.", ''] if peers else []
+  return _titled(2, markdown(headers, cells) + [''] + notes), out
+
+
+def retrofit_table(records, scale, seeds):
+  """The retrofit (Section 4.2, no table in the paper): decoder of N(0, I) vs the Hat EBM."""
+  dec = Measured(records, 'retrofit', 'generator', seeds)
+  hat = Measured(records, 'retrofit', 'hat_ebm', seeds)
+  where = '' if scale == 'paper' else ' (CIFAR-10)'
+  rel = percent(paper.relative(hat.mean, dec.mean)) if None not in (hat.mean, dec.mean) else DASH
+  rows = [('decoder of Z ~ N(0, I)', dec, DASH, 'not reported'),
+          ('Hat EBM X = G(Z_K) + Y_K', hat, rel, number(*paper.RETROFIT['hat_ebm']) + where)]
+  headers = ([''] + _heads(_runs(rows), len(seeds))
+             + ['ours vs the decoder', 'paper: FID ± sd', 'stages'])
+  cells = [[label] + m.cells() + [r, p, m.stages()] for label, m, r, p in rows]
+  lines = ['## Retrofit of an autoencoder\'s decoder (the paper\'s Section 4.2; no table there)',
+           ''] + markdown(headers, cells) + ['']
+  return lines, [dec.json(rows[0][0]), hat.json(rows[1][0], paper.RETROFIT['hat_ebm'])]
+
+
+# The digits OOD set the paper's nearest one stands beside (a semantic near-OOD split).
+DIGITS_OOD_PAPER = {'other_digits': 'cifar100'}
+
+
+def ood_table(records, scale, seeds, models=(('ood', ''),)):
+  """Table 3: AUROC of a synthesis model's energy, test split vs each OOD set.
+
+  models: [(stage prefix, label)] of the OOD stages, e.g. (('ood', ''), ('nearood', 'model of
+  digits 0-4')); a label names its model in the rows."""
+  rows, out = [], []
+  for prefix, model in models:
+    sets = sorted({k for s in seeds
+                   for k in (records.get(f'{prefix}_s{s}', {}).get('result') or {})})
+    for name in sets:
+      m = Measured(records, prefix, name, seeds)
+      ref = name if scale == 'paper' else DIGITS_OOD_PAPER.get(name)
+      published = paper.OOD.get(ref)
+      p = DASH
+      if published:
+        p = number(*published) + ('' if scale == 'paper' else f' ({ref}, CIFAR-10 model)')
+      label = f'{name} ({model})' if model else name
+      rows.append([label, m.cells(3)[0], p, m.stages()])
+      out.append(m.json(label, published))
+  spread = f'± sd over {len(seeds)} seeds' if len(seeds) > 1 else '(1 seed)'
+  lines = markdown(['OOD set', f'ours: AUROC {spread}', 'paper: AUROC', 'stages'], rows)
+  if scale != 'paper':
+    lines += ['', "The paper's sets (CIFAR-10 model): "
+              + ', '.join(f'{k} {v[0]:.2f}' for k, v in paper.OOD.items()) + '.']
+  return _titled(3, lines + ['']), out
+
+
+ABLATIONS = (('historical bank (the paper)', 'synth', None),
+             ('current samples', 'current', 'current'),
+             ('cooperative learning (batch-norm generator)', 'coop', 'coop'),
+             ('refinement with the residual Y (the paper)', 'refine', None),
+             ('refinement without the residual, U(z) = H(G(z))', 'noresidual', 'noresidual'))
+
+
+def ablation_table(records, seeds):
+  """FID of the Hat EBM samples of each ablation arm beside its reference arm."""
+  rows, out = [], []
+  for label, prefix, claim in ABLATIONS:
+    m = Measured(records, prefix, 'hat_ebm', seeds)
+    rows.append((label, m, paper.ABLATIONS.get(claim, 'the reference arm')))
+    out.append(m.json(label))
+  headers = [''] + _heads(_runs(rows), len(seeds)) + ['paper', 'stages']
+  cells = [[label] + m.cells() + [claim, m.stages()] for label, m, claim in rows]
+  return ['## Ablations (FID of the Hat EBM samples)', ''] + markdown(headers, cells) + [''], out
+
+
+# (claim, better (prefix, key), worse (prefix, key), the paper's effect)
+def _paper_effect(name):
+  return ', '.join(f'{percent(e[name])} on {DATA_NAMES[d]}' for d, e in paper.EFFECTS.items())
+
+
+CHECKS = (
+    ('Hat EBM beats its SN-GAN (Table 1)', ('refine', 'hat_ebm'), ('refine', 'generator'),
+     _paper_effect('hat_ebm_vs_generator')),
+    ('Hat EBM beats DDLS (Table 1)', ('refine', 'hat_ebm'), ('refine', 'ddls'),
+     _paper_effect('hat_ebm_vs_ddls')),
+    ('DDLS beats its SN-GAN (Table 1)', ('refine', 'ddls'), ('refine', 'generator'),
+     _paper_effect('ddls_vs_generator')),
+    ('retrofit beats the decoder fed N(0, I) (Section 4.2)', ('retrofit', 'hat_ebm'),
+     ('retrofit', 'generator'), 'a "solid FID" of 26.01; the decoder is not scored'),
+    ('historical bank beats current samples', ('synth', 'hat_ebm'), ('current', 'hat_ebm'),
+     paper.ABLATIONS['current']),
+    ('historical bank beats cooperative learning', ('synth', 'hat_ebm'), ('coop', 'hat_ebm'),
+     paper.ABLATIONS['coop']),
+    ('the residual Y keeps refinement stable', ('refine', 'hat_ebm'), ('noresidual', 'hat_ebm'),
+     paper.ABLATIONS['noresidual']),
+)
+
+
+def _checks(records):
+  """CHECKS, with Table 1's three repeated on CelebA when its refinement stages ran."""
+  if not any(k.startswith('refine_celeba_s') for k in records):
+    return CHECKS
+  out = []
+  for claim, (bp, bk), (wp, wk), published in CHECKS:
+    if (bp, wp) != ('refine', 'refine'):
+      out.append((claim, (bp, bk), (wp, wk), published))
+      continue
+    name = {('hat_ebm', 'generator'): 'hat_ebm_vs_generator', ('hat_ebm', 'ddls'):
+            'hat_ebm_vs_ddls', ('ddls', 'generator'): 'ddls_vs_generator'}[(bk, wk)]
+    for data, prefix in (('cifar10', 'refine'), ('celeba', 'refine_celeba')):
+      out.append((claim.replace('(Table 1)', f'(Table 1, {DATA_NAMES[data]})'),
+                  (prefix, bk), (prefix, wk), percent(paper.EFFECTS[data][name])))
+  return out
+
+
+def checks_table(records, seeds):
+  """Each effect the paper reports: the paired difference over seeds, its interval, verdict."""
+  rows, out = [], []
+  for claim, (bp, bk), (wp, wk), published in _checks(records):
+    better, worse = Measured(records, bp, bk, seeds), Measured(records, wp, wk, seeds)
+    e = statistics.paired_effect(better.values, worse.values, failed_seeds=worse.failed,
+                                 seeds=seeds)
+    rel = (percent(paper.relative(better.mean, worse.mean))
+           if None not in (better.mean, worse.mean) else DASH)
+    interval = (f'[{e["low"]:+.2f}, {e["high"]:+.2f}]' if e['low'] is not None else
+                'none (one seed)' if e['n'] == 1 else DASH)
+    rows.append([claim, number(e['mean']), interval, str(e['n']), rel, published, e['text']])
+    out.append(dict(check=claim, paper=published, relative=rel, **e))
+  headers = ['effect', 'ours: FID difference (worse - better)', '95% interval', 'paired seeds',
+             'ours: relative', 'paper', 'verdict']
+  return ["## Does each effect the paper reports hold?", ''] + markdown(headers, rows) + [''], out
+
+
+def _titled(number_, lines):
+  t = paper.TABLES[number_]
+  return [f'## Table {number_}: {t["title"]}', ''] + lines
+
+
+# ---- settings against the appendix -------------------------------------------------------------
+def _get(config, path):
+  for key in path.split('.'):
+    if config is None or key not in config:
+      return None
+    config = config[key]
+  return config
+
+
+def _same(a, b):
+  if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+    return abs(a - b) <= 1e-12 * max(abs(a), abs(b), 1.0)
+  return a == b
+
+
+def _setting(value):
+  if isinstance(value, bool) or not isinstance(value, (int, float)):
+    return f'{value}'
+  return f'{value:,}' if isinstance(value, int) else f'{value:g}'
+
+
+def settings_table(configs, scale):
+  """Every appendix setting of each run's config beside the appendix's value.
+
+  configs: {config name: its resolved config (dict or ConfigDict)}."""
+  rows, out = [], []
+  for name, config in configs.items():
+    column, settings = paper.appendix_settings(name)
+    for field, published in settings.items():
+      ours = _get(config, field)
+      same = _same(ours, published)
+      note = '' if same else ('differs (digits scale)' if scale != 'paper' else 'DIFFERS')
+      rows.append([name, f'{column}', paper.SETTING_NAMES[field], f'`{field}`',
+                   _setting(published), _setting(ours), note])
+      out.append(dict(config=name, appendix=column, field=field, paper=published, ours=ours,
+                      same=same))
+  lines = ['## Settings against the paper\'s appendix', '']
+  lines += markdown(['config', 'appendix column', 'setting', 'field', 'appendix', 'ours', ''],
+                    rows) + ['']
+  return lines, out
+
+
+# ---- calibration -------------------------------------------------------------------------------
+def calibration_section(cal, models=None):
+  """The metric's floor and memorisation bound at the report's N, the class coverage and the
+  nearest-training-image distance of each model's samples, and what they mean.
+
+  cal: evaluation.calibration.calibrate(...); models: {label: calibration.coverage(...)}."""
+  n, floor, bound, dropped = cal['num'], cal['floor'], cal['memorisation'], cal['dropped_class']
+  with_replacement = ' (drawn with replacement)' if cal['replacement'] else ''
+  rows = [[f'{n:,} held-out test digits{with_replacement}: the floor',
+           number(floor['mean'], floor['std']), floor['runs']],
+          [f'{n:,} training digits: a generator that copied its data',
+           number(bound['mean'], bound['std']), bound['runs']],
+          [f'{n:,} test digits without class {dropped["label"]}: a missing mode',
+           number(dropped['mean'], dropped['std']), dropped['runs']]]
+  lines = [f'## How far this FID can go: its calibration at N = {n:,}', '']
+  lines += markdown(['images scored against the train split', 'FID ± sd over draws', 'draws'],
+                    rows) + ['']
+  test = cal['test']
+
+  def coverage_row(label, c, closer):
+    return [label, f'{100 * c["rarest_share"]:.1f}% (class {c["rarest_class"]})',
+            ' '.join(map(str, c['counts'])), number(c['nn_mean'], None, 3), closer]
+
+  rows = [coverage_row('test digits (the reference)', test, '5.0% (by definition)')]
+  rows += [coverage_row(label, c, f'{100 * c["share_closer_than_test_p5"]:.1f}%')
+           for label, c in (models or {}).items()]
+  lines += markdown(['samples', 'rarest class (share)', 'class histogram',
+                     'mean distance to the nearest training image',
+                     "closer to a training image than 95% of the test digits"], rows) + ['']
+  lines.append(
+      f'What a gap means. Against the training statistics, {n:,} held-out digits score '
+      f'{floor["mean"]:.2f} and {n:,} training digits {bound["mean"]:.2f}: most of the floor is '
+      'the bias of a small sample, and a generator that copied its training digits would score '
+      f'below it. Held-out digits missing a whole class score {dropped["mean"]:.2f}, so a model '
+      f'within ~2 of the floor ({floor["mean"]:.2f}) is as close to the data as this FID can '
+      'tell, and a gap below ~2 between two models is not a difference in sample quality by '
+      'this metric alone: read it with the class histogram (a rarest class far below the test '
+      "digits' share is a missing mode) and the distance to the nearest training image (many "
+      'samples closer than 95% of the test digits are copies).')
+  return lines + ['']
