@@ -39,13 +39,15 @@ class StageError(ValueError):
 
 
 def executable(argv):
-  """A recorded command as run: `python` is this interpreter, `experiments/...` the scripts'."""
-  scripts = cli.scripts_dir()
+  """A recorded command as run: `python` is this interpreter, `experiments/configs/...` the
+  shipped configs (cli.configs_dir), `experiments/...` the checkout's scripts."""
 
   def resolve(arg):
     key, eq, value = arg.partition('=') if arg.startswith('--') else ('', '', arg)
-    if value.startswith('experiments/'):
-      value = os.path.join(scripts, value[len('experiments/'):])
+    if value.startswith('experiments/configs/'):
+      value = os.path.join(cli.configs_dir(), value[len('experiments/configs/'):])
+    elif value.startswith('experiments/'):
+      value = os.path.join(PACKAGE_ROOT, value)
     return key + eq + value
 
   return [sys.executable if argv[0] == 'python' else argv[0]] + [resolve(a) for a in argv[1:]]
