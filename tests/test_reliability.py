@@ -810,7 +810,7 @@ def test_text_from_a_workdir_stays_inert_in_the_model_card(trained_workdir, tmp_
   card = export.build_module(trained_run.load_run(str(workdir))).asset_texts['README.md']
   lines = card.splitlines()
   assert [line for line in lines if line.startswith('#')] == [
-      lines[0], '## Calling it']  # the card's own headings only
+      lines[0], '## Calling it', '## Limitations', '## License', '## Citation']  # its own only
   assert lines[0].startswith('# Hat EBM: \\#\\# Measured \\[ok\\]\\(http')
   assert [line for line in lines if line.startswith('Measured')] == [
       'Measured (the workdir\'s evaluation files at export):']
