@@ -47,8 +47,6 @@ def old_workdir(trained_workdir, tmp_path_factory):
     old = json.load(f)
   for section, name in ADDED_LATER:
     del old[section][name]
-  old['model']['hat_width_legacy'] = 3  # a field since removed: kept, and harmless
-  old['legacy'] = {'x': 1}
   with open(path, 'w') as f:
     json.dump(old, f)
   return workdir
@@ -63,11 +61,8 @@ def test_old_config_json_gets_defaults_for_fields_added_since(old_workdir, train
   assert list(config.optim.hat_lr_boundaries) == list(defaults.optim.hat_lr_boundaries)
   assert config.data.crop == defaults.data.crop
   assert config.model.init == defaults.model.init
-  assert config.model.hat_width_legacy == 3 and config.legacy.x == 1
   # Every value the file holds is kept (tiny widths, digits), and only the stripped fields filled.
   expected = current.to_dict()
-  expected['model'].update(hat_width_legacy=3)
-  expected['legacy'] = {'x': 1}
   for section, name in ADDED_LATER:
     expected[section][name] = config[section][name]
   assert config.to_dict() == expected
@@ -77,6 +72,20 @@ def test_old_config_json_gets_defaults_for_fields_added_since(old_workdir, train
     caplog.clear()
     trained_run.load_config(trained_workdir)
   assert not [r for r in caplog.records if 'older version' in r.getMessage()]
+
+
+def test_a_field_the_kind_does_not_have_is_named_not_kept(old_workdir, tmp_path):
+  workdir = str(tmp_path / 'w')
+  shutil.copytree(old_workdir, workdir)
+  path = os.path.join(workdir, 'config.json')
+  with open(path) as f:
+    old = json.load(f)
+  old['model']['hat_width_legacy'] = 3  # removed, misspelt or foreign: never silently ignored
+  old['legacy'] = {'x': 1}
+  with open(path, 'w') as f:
+    json.dump(old, f)
+  with pytest.raises(ValueError, match='unknown config fields legacy, model.hat_width_legacy'):
+    trained_run.load_config(workdir)
 
 
 def test_old_workdir_loads_for_sampling_export_and_evaluation(old_workdir, trained_workdir):

@@ -9,9 +9,10 @@ from conftest import REPO
 # docs/code.md's layer table, bottom up: a module imports only modules of its own layer or below.
 LAYERS = (
     ('registry', 'config', 'errors', 'checkpoints', 'guard', 'langevin', 'learning', 'optim',
-     'bank', 'figures', 'flops', 'validation', 'perf', 'progress', 'reproduction.stages',
-     'reproduction.paper', 'reproduction.statistics'),
-    ('data', 'nets', 'workdir', 'tasks.base', 'reproduction.report', 'reproduction.tables'),
+     'bank', 'figures', 'flops', 'validation', 'text', 'perf', 'progress',
+     'reproduction.stages', 'reproduction.paper', 'reproduction.statistics'),
+    ('data', 'nets', 'workdir', 'outputs', 'tasks.base', 'reproduction.report',
+     'reproduction.tables'),
     ('generators', 'trained_run', 'run_record', 'summaries', 'digits_eval', 'evaluation.features',
      'release_import', 'tasks.synthesis', 'tasks.joint', 'tasks.sngan', 'tasks.autoencoder'),
     ('actions', 'trainer', 'run_lib'),

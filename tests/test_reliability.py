@@ -24,6 +24,7 @@ from tf_hat_ebm import export
 from tf_hat_ebm import registry
 from tf_hat_ebm import generators
 from tf_hat_ebm import errors
+from tf_hat_ebm import outputs
 from tf_hat_ebm import run_lib
 from tf_hat_ebm import trainer as trainer_lib
 from tf_hat_ebm import samples as samples_lib
@@ -182,7 +183,7 @@ def test_list_checkpoints_reads_index_files_only(tmp_path):
 
 # ---- outputs ------------------------------------------------------------------------------------
 def write_owned(path, names, overwrite=False, script='sample'):
-  with run_lib.OwnedOutput(str(path), script, overwrite, 'output') as out:
+  with outputs.OwnedOutput(str(path), script, overwrite, 'output') as out:
     for name in names:
       with open(os.path.join(out.staging, name), 'w') as f:
         f.write('new')
@@ -201,19 +202,19 @@ def test_output_overwrite_replaces_only_what_the_script_wrote(tmp_path):
     write_owned(tmp_path, ['notes.txt'], overwrite=True)
   assert (tmp_path / 'notes.txt').read_text() == 'mine'
   with pytest.raises(ValueError, match=r'--out=.*notes\.txt is a file'):
-    run_lib.check_output_dir(str(tmp_path / 'notes.txt'), True, 'out')
+    outputs.check_output_dir(str(tmp_path / 'notes.txt'), True, 'out')
 
 
 def test_output_is_never_a_workdir_or_its_own_directories(trained_workdir):
   for path in (trained_workdir, os.path.join(trained_workdir, 'samples'),
                os.path.join(trained_workdir, 'tensorboard'), trained_workdir + '/'):
     with pytest.raises(ValueError, match='is a training workdir or one of its own directories'):
-      run_lib.OwnedOutput(path, 'sample', True, 'output').check()
-  run_lib.OwnedOutput(os.path.join(trained_workdir, 'generated'), 'sample', True, 'output').check()
+      outputs.OwnedOutput(path, 'sample', True, 'output').check()
+  outputs.OwnedOutput(os.path.join(trained_workdir, 'generated'), 'sample', True, 'output').check()
 
 
 def test_a_second_writer_on_one_output_is_refused(tmp_path):
-  with run_lib.OwnedOutput(str(tmp_path), 'sample', True, 'output') as first:
+  with outputs.OwnedOutput(str(tmp_path), 'sample', True, 'output') as first:
     with pytest.raises(PermissionError, match='in use by another sample run'):
       write_owned(tmp_path, ['a.png'], overwrite=True)
     with pytest.raises(ValueError, match='is not empty'):
@@ -227,9 +228,115 @@ def test_a_second_writer_on_one_output_is_refused(tmp_path):
 
 def test_staging_dirs_are_unique_and_a_killed_runs_are_cleared(tmp_path):
   (tmp_path / '.sample-staging-dead').mkdir()
-  with run_lib.OwnedOutput(str(tmp_path), 'sample', True, 'output') as a:
+  with outputs.OwnedOutput(str(tmp_path), 'sample', True, 'output') as a:
     assert os.path.basename(a.staging).startswith('.sample-staging-')
     assert not (tmp_path / '.sample-staging-dead').exists()
+
+
+def write_tree(path, names, text):
+  for name in names:
+    if name.endswith('/'):
+      (path / name).mkdir()
+      (path / name / 'events').write_text(text)
+    else:
+      (path / name).write_text(text)
+
+
+def owned(path, names, text='new', overwrite=True):
+  with outputs.OwnedOutput(str(path), 'sample', overwrite, 'output') as out:
+    write_tree(type(path)(out.staging), names, text)
+    out.commit()
+
+
+def test_overwrite_never_deletes_through_a_symlink(tmp_path):
+  victim = tmp_path / 'victim'
+  victim.mkdir()
+  (victim / 'precious').write_text('keep')
+  out = tmp_path / 'out'
+  owned(out, ['tensorboard/', 'a.png'])
+  os.symlink(victim, out / '.sample-staging-x')  # a leftover name pointing out of the output
+  shutil.rmtree(out / 'tensorboard')
+  os.symlink(victim, out / 'tensorboard')  # an entry the manifest lists, now a link
+  with pytest.raises(FileExistsError, match='tensorboard is listed in .* but is not what sample'):
+    owned(out, ['tensorboard/', 'a.png'])
+  assert (victim / 'precious').read_text() == 'keep'
+  assert not os.path.lexists(out / '.sample-staging-x')  # the link itself went, not its target
+  assert (out / 'a.png').read_text() == 'new'  # the earlier output is all still there
+
+
+def test_an_edited_manifest_deletes_nothing_the_script_did_not_write(tmp_path):
+  owned(tmp_path, ['a.png'])
+  (tmp_path / 'notes.txt').write_text('mine')
+  manifest = tmp_path / '.sample.manifest.json'
+  listed = json.loads(manifest.read_text())
+  listed['files']['notes.txt'] = listed['files']['a.png']  # a forged entry (another file's stat)
+  manifest.write_text(json.dumps(listed))
+  with pytest.raises(FileExistsError, match='notes.txt is listed in .* but is not what sample'):
+    owned(tmp_path, ['b.png'])
+  listed['files'] = ['notes.txt', '../victim']  # the old list form: nothing can be checked
+  manifest.write_text(json.dumps(listed))
+  with pytest.raises(FileExistsError, match='notes.txt is listed'):
+    owned(tmp_path, ['b.png'])
+  assert (tmp_path / 'notes.txt').read_text() == 'mine'
+
+
+def test_a_forged_commit_journal_deletes_nothing_of_the_users(tmp_path):
+  owned(tmp_path, ['a.png'])
+  for name in ('mine', '.sample-old-x'):
+    (tmp_path / name).mkdir()
+    (tmp_path / name / 'precious').write_text('keep')
+  (tmp_path / 'notes.txt').write_text('keep')
+  journal = tmp_path / '.sample.commit.json'
+  for forged in (dict(aside='mine', old=[], new={}),
+                 dict(aside='.sample-old-x', old=[], new={'notes.txt': ['file', 1, 4, 0]}),
+                 dict(aside=7, old=[], new=[])):
+    journal.write_text(json.dumps(forged))
+    try:
+      with outputs.OwnedOutput(str(tmp_path), 'sample', True, 'output'):
+        pass
+    except FileExistsError as e:  # unreadable: said, and nothing touched
+      assert 'is unreadable' in str(e)
+    assert (tmp_path / 'mine' / 'precious').read_text() == 'keep'
+    assert (tmp_path / 'notes.txt').read_text() == 'keep'
+    journal.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize('kill_at', range(6))
+def test_a_killed_commit_leaves_the_old_or_the_new_output(tmp_path, monkeypatch, kill_at):
+  old, new = ['a.png', 'tensorboard/'], ['a.png', 'b.png', 'tensorboard/']
+  owned(tmp_path, old, 'old')
+  (tmp_path / 'notes.txt').write_text('mine')
+  real, real_remove, calls = os.replace, os.remove, []
+
+  def dying(fn):
+    def call(path, *args):
+      calls.append(path)
+      if len(calls) > kill_at:
+        raise KeyboardInterrupt  # the process dies here: nothing after it runs
+      fn(path, *args)
+    return call
+
+  monkeypatch.setattr(os, 'replace', dying(real))
+  journal_dies = dying(real_remove)
+  monkeypatch.setattr(os, 'remove', lambda p: (
+      journal_dies if p.endswith('.commit.json') else real_remove)(p))
+  with pytest.raises(KeyboardInterrupt):
+    owned(tmp_path, new, 'new')
+  monkeypatch.setattr(os, 'replace', real)
+  monkeypatch.setattr(os, 'remove', real_remove)
+  with outputs.OwnedOutput(str(tmp_path), 'sample', True, 'output'):
+    pass  # the next run recovers the killed commit
+  names = sorted(n for n in os.listdir(tmp_path) if not n.startswith('.'))
+  texts = {(tmp_path / n / 'events' if n == 'tensorboard' else tmp_path / n).read_text()
+           for n in names if n != 'notes.txt'}
+  committed = kill_at >= 5  # 2 renames aside, 3 in (manifest written), journal removed
+  assert names == (['a.png', 'b.png', 'notes.txt', 'tensorboard'] if committed else
+                   ['a.png', 'notes.txt', 'tensorboard'])
+  assert texts == {'new' if committed else 'old'}
+  assert sorted(n for n in os.listdir(tmp_path) if n.startswith('.')) == [
+      '.sample.manifest.json']
+  owned(tmp_path, ['c.png'])  # and the output stays replaceable
+  assert sorted(os.listdir(tmp_path)) == ['.sample.manifest.json', 'c.png', 'notes.txt']
 
 
 class FakeModel:
@@ -310,6 +417,8 @@ def test_result_file_is_never_replaced_by_nan_or_silently(tmp_path):
   with pytest.raises(ValueError, match=r'fid\.json exists: pass --overwrite'):
     run_lib.check_output_file(path, overwrite=False)
   run_lib.check_output_file(path, overwrite=True)
+  with pytest.raises(ValueError, match='is a directory'):
+    run_lib.check_output_file(str(tmp_path), overwrite=True)
   with pytest.raises(ValueError, match=r'fid\.json not written: the result holds NaN'):
     run_lib.write_json(path, {'fid': float('nan')})
   assert json.load(open(path)) == {'fid': 1.5}
@@ -488,12 +597,52 @@ def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tm
   with pytest.raises(ValueError, match='weights [0-9a-f]{16}, but this run was made with weights '
                      '0123456789abcdef'):
     trained_run.load_run(copy)
-  assert trained_run.load_run(copy, allow_other_generator=True).step == 2
+  run = trained_run.load_run(copy, allow_other_generator=True)
+  # The trained weights stay the run's record; the substitute's are recorded beside them.
+  assert run.step == 2 and run.config.generator.fingerprint == '0123456789abcdef'
+  assert re.fullmatch('[0-9a-f]{16}', run.other_generator)
+  card = export.build_module(run).asset_texts
+  assert json.loads(card['config.json'])['generator']['fingerprint'] == '0123456789abcdef'
+  assert (f'| generator | trained with weights 0123456789abcdef; this export uses other weights '
+          f'{run.other_generator} (--allow_other_generator) |') in card['README.md']
+  # The same weights: no substitute recorded.
+  assert trained_run.load_run(refine, allow_other_generator=True).other_generator is None
+
+
+def test_a_moved_or_trained_on_generator_names_this_commands_flags(pinned_refinement, tmp_path,
+                                                                   trained_workdir):
+  gan, refine, _ = pinned_refinement
+  copy, moved_gan = str(tmp_path / 'refine'), str(tmp_path / 'gan2')
+  shutil.copytree(refine, copy)
+  path = os.path.join(copy, 'config.json')
+  config = json.loads(open(path).read())
+  config['generator']['path'] = str(tmp_path / 'gone')  # the SN-GAN was moved from here
+  with open(path, 'w') as f:
+    json.dump(config, f)
+  with pytest.raises(ValueError, match=r'ckpt-2 of .*gone, is gone \(the directory no longer '
+                     r'exists: moved\?\): if it moved, pass --generator_path=ITS_NEW_DIR'):
+    trained_run.load_run(copy)
+  assert trained_run.load_run(copy, generator_path=gan).step == 2
+  shutil.copytree(gan, moved_gan)
+  for name in os.listdir(os.path.join(moved_gan, 'checkpoints')):
+    if name.startswith('ckpt-2.'):  # deleted by the SN-GAN's later training (keep_checkpoints)
+      os.remove(os.path.join(moved_gan, 'checkpoints', name))
+  with pytest.raises(ValueError, match='checkpoints there now: ckpt-4.*--generator_checkpoint=4 '
+                     '--allow_other_generator'):
+    trained_run.load_run(copy, generator_path=moved_gan)
+  with pytest.raises(ValueError, match='--allow_other_generator'):  # other weights: asked for
+    trained_run.load_run(copy, generator_path=moved_gan, generator_checkpoint=4)
+  run = trained_run.load_run(copy, generator_path=moved_gan, generator_checkpoint=4,
+                             allow_other_generator=True)
+  assert run.config.generator.checkpoint == 4
+  with pytest.raises(ValueError, match='apply to joint runs'):
+    trained_run.load_run(trained_workdir, generator_path=gan)
 
 
 # ---- one validation, on every load -------------------------------------------------------------
 @pytest.mark.parametrize('field, value, message', [
-    ('langevin.max_drift', -1.0, 'langevin.max_drift must be a finite number > 0 (or None)'),
+    ('langevin.max_drift', -1.0,
+     'langevin.max_drift must be a finite number > 0 and <= 1e+06 (or None)'),
     ('optim.beta1', 1.5, 'optim.beta1 must be a finite number >= 0 and < 1'),
     ('training.num_grid_samples', 0, 'training.num_grid_samples must be an integer >= 1'),
     ('training.keep_checkpoints', 0, 'training.keep_checkpoints must be an integer >= 1'),
@@ -501,6 +650,80 @@ def test_other_generator_weights_are_an_error_unless_asked(pinned_refinement, tm
 def test_validation_catches_values_that_reverse_or_break_a_run(field, value, message):
   with pytest.raises(ValueError, match=re.escape(message)):
     trainer_lib.validate(tiny(**{field: value}))
+
+
+@pytest.mark.parametrize('experiment, field, value, message', [
+    ('digits_synth', 'perf.precision', 'fp8', 'perf.precision must be one of auto, float32'),
+    ('digits_synth', 'optim.hat_clip_mode', 'all', 'optim.hat_clip_mode must be one of global'),
+    ('digits_synth', 'training.generator_update', 'bnk',
+     'training.generator_update must be one of bank, current, cooperative, cooperative_bn'),
+    ('digits_synth', 'data.crop', 'centre', 'data.crop must be one of release, random_resized'),
+    ('digits_synth', 'data.resize_method', 'cubic', 'data.resize_method must be one of bilinear'),
+    ('digits_sngan', 'optim.lr_decay', 'cosine', 'optim.lr_decay must be one of linear, constant'),
+    ('digits_synth', 'model.init', 'he', 'model.init must be one of glorot, mimicry'),
+    ('digits_refine', 'generator.source', 'pickle', 'generator.source must be one of sngan'),
+    ('digits_synth', 'sampling.steps', 10**11, 'sampling.steps must be an integer >= 0 and <= '),
+    ('digits_synth', 'langevin.step_size', 1e30, 'langevin.step_size must be a finite number > 0 '
+     'and <= 100'),
+    ('digits_refine', 'sampling.latent_step_size', 1e9, 'sampling.latent_step_size must be'),
+    ('digits_synth', 'model.hat_width', 10**6, 'model.hat_width must be an integer >= 1 and <='),
+    ('digits_refine', 'model.z_dim', 10**9, 'model.z_dim must be an integer >= 1 and <='),
+    ('digits_synth', 'seed', 2**40, 'seed must be an integer >= 0 and <= 2147483647'),
+    ('digits_synth', 'data.seed', -1, 'data.seed must be an integer >= 0'),
+    ('digits_synth', 'training.num_steps', 10**12, 'training.num_steps must be an integer >= 0'),
+    ('digits_synth', 'training.batch_size', 10**8, 'training.batch_size must be an integer >= 1 '
+     'and <= 65536'),
+    ('digits_synth', 'training.bank_size', 10**10, 'training.bank_size must be'),
+    ('digits_synth', 'name', 'a\udc80b', 'name must be printable text'),
+    ('digits_synth', 'name', 'a\x1b[2Jb', 'name must be printable text'),
+    ('digits_synth', 'name', 'x' * 201, 'name must be printable text of at most 200'),
+    ('digits_synth', 'data.data_dir', 'a\nb', 'data.data_dir must be printable text')])
+def test_every_choice_and_bound_is_checked_before_anything_is_built(experiment, field, value,
+                                                                    message):
+  config = tiny(experiment)
+  section, _, name = field.rpartition('.')
+  (config[section] if section else config)[name] = value
+  with pytest.raises(ValueError, match=re.escape(message)) as error:
+    trainer_lib.validate(config)
+  assert '\n' not in str(error.value)
+
+
+def test_unknown_fields_are_named_at_build_and_on_load(trained_workdir, tmp_path):
+  config = tiny()
+  config.training.batchsize = 3  # a config file's typo: would be ignored
+  with pytest.raises(ValueError, match='unknown config field training.batchsize'):
+    trainer_lib.validate(config)
+  shutil.copytree(trained_workdir, tmp_path / 'w')
+  path = tmp_path / 'w' / 'config.json'
+  edited = json.loads(path.read_text())
+  edited['sampling']['stepsize'] = 1.0
+  edited['colour'] = 'red'
+  path.write_text(json.dumps(edited))
+  with pytest.raises(ValueError, match=re.escape(
+      f'{path}: unknown config fields colour, sampling.stepsize')):
+    trained_run.load_config(str(tmp_path / 'w'))
+
+
+def test_the_choice_lists_are_defined_once():
+  from tf_hat_ebm import data, learning, nets  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.tasks import sngan, synthesis  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm import validation  # pylint: disable=g-import-not-at-top
+  assert generators.SOURCES is validation.GENERATOR_SOURCES
+  assert nets.PRECISIONS is validation.PRECISIONS and nets.INITS is validation.INITS
+  assert learning.CLIP_MODES is validation.CLIP_MODES and data.CROPS is validation.CROPS
+  assert sngan.LR_DECAYS is validation.LR_DECAYS
+  assert synthesis.GENERATOR_UPDATES is validation.GENERATOR_UPDATES
+
+
+def test_a_retrofit_config_read_back_is_not_filled_in_nor_a_change(tmp_path):
+  config = tiny('digits_retrofit')
+  kind = registry.for_config(config)
+  workdir_lib.write_config(str(tmp_path), config)
+  (tmp_path / 'checkpoints').mkdir()
+  (tmp_path / 'checkpoints' / 'ckpt-2.index').write_bytes(b'')
+  loaded = trained_run.load_config(str(tmp_path))
+  assert 'z_dim' not in loaded.model and 'disc_width' not in loaded.model
+  workdir_lib.check_config(str(tmp_path), config, str(tmp_path / 'checkpoints'), kind)  # resumes
 
 
 @pytest.mark.parametrize('section, field, value, message', [
@@ -519,16 +742,93 @@ def test_a_config_json_read_back_is_validated(trained_workdir, tmp_path, section
     trained_run.load_run(str(tmp_path / 'w'))
 
 
-def test_a_workdir_naming_a_factory_runs_no_code_unless_trusted(trained_workdir, tmp_path):
+def test_a_workdir_naming_a_factory_runs_no_code_unless_trusted(tmp_path):
   workdir = tmp_path / 'w'
-  shutil.copytree(trained_workdir, workdir)
-  config = json.loads((workdir / 'config.json').read_text())
-  config['experiment'] = 'joint'
-  config['generator'] = dict(source='factory', path='os:abort', latent_shape=[4])
-  (workdir / 'config.json').write_text(json.dumps(config))
+  workdir.mkdir()
+  workdir_lib.write_config(str(workdir), tiny('digits_refine', **{
+      'generator.source': 'factory', 'generator.path': 'os:abort', 'generator.latent_shape': (4,)}))
   with pytest.raises(ValueError, match="names the generator factory 'os:abort'.*"
                                        '--trust_workdir_code'):
     trained_run.load_run(str(workdir))
+
+
+def test_a_workdir_naming_a_module_as_its_kind_imports_nothing_unless_trusted(
+    trained_workdir, tmp_path, monkeypatch):
+  workdir, marker = tmp_path / 'w', tmp_path / 'ran'
+  shutil.copytree(trained_workdir, workdir)
+  (tmp_path / 'evil_kind.py').write_text(
+      f'open({str(marker)!r}, "w").write("x")\n'
+      'from tf_hat_ebm import registry\n'
+      'KIND = registry.Kind("evil_kind.x", "tf_hat_ebm.config:synthesis_defaults", "t:T")\n')
+  (tmp_path / 'evil_kind').mkdir()
+  (tmp_path / 'evil_kind' / '__init__.py').write_text((tmp_path / 'evil_kind.py').read_text())
+  monkeypatch.syspath_prepend(str(tmp_path))
+  config = json.loads((workdir / 'config.json').read_text())
+  config['experiment'] = 'evil_kind.x'
+  (workdir / 'config.json').write_text(json.dumps(config))
+  for load in (trained_run.load_run, trained_run.load_config, workdir_lib.load_config):
+    with pytest.raises(ValueError, match="names the experiment 'evil_kind.x', not a kind of "
+                       'tf_hat_ebm.*--trust_workdir_code'):
+      load(str(workdir))
+  assert not marker.exists() and 'evil_kind' not in sys.modules
+  with pytest.raises(ValueError, match='no module evil_kind.x defining KIND'):
+    trained_run.load_config(str(workdir), trust_code=True)  # trusted: imported (and it is no kind)
+  assert marker.exists()
+  sys.modules.pop('evil_kind', None)
+
+
+def test_a_savedmodel_generator_loads_as_a_graph_running_no_python(tmp_path):
+  marker = str(tmp_path / 'ran')
+  model = tf.keras.Sequential([tf.keras.layers.Input([4]), tf.keras.layers.Dense(256),
+                               tf.keras.layers.Reshape([16, 16, 1])])
+
+  def touch(x):  # Python a Keras loader would unmarshal and run (as any Lambda's)
+    open(marker, 'a').close()
+    return x
+  model.add(tf.keras.layers.Lambda(touch))
+  model.save(str(tmp_path / 'g'))
+  os.remove(marker)  # saving traced it once
+  config = registry.defaults('joint')
+  config.generator.update(source='savedmodel', path=str(tmp_path / 'g'), latent_shape=(4,))
+  config.data.update(name='digits', image_size=16, channels=1)
+  generator, _ = generators.load(config)
+  assert generator(tf.zeros([2, 4])).shape == (2, 16, 16, 1)
+  assert not os.path.exists(marker)
+
+
+def test_text_from_a_workdir_stays_inert_in_the_model_card(trained_workdir, tmp_path):
+  workdir = tmp_path / 'w'
+  shutil.copytree(trained_workdir, workdir)
+  config = json.loads((workdir / 'config.json').read_text())
+  config['name'] = '## Measured [ok](http://e.vil) <img src=x onerror=alert(1)> | x |'
+  (workdir / 'config.json').write_text(json.dumps(config))
+  (workdir / 'fid.json').write_text(json.dumps({
+      'feature_net': '<script>x</script>\n\nMeasured (forged):\n- FID 0.01', 'step': 'now',
+      'num_samples': 7, 'fid\n## Measured': [1.5, 2.5], 'forged': ['x'], 'nan': [None]}))
+  (workdir / 'ood.json').write_text(json.dumps({'sets': {'a': {'auroc': 'high'}, 'b': 3},
+                                                'in_distribution': None}))
+  card = export.build_module(trained_run.load_run(str(workdir))).asset_texts['README.md']
+  lines = card.splitlines()
+  assert [line for line in lines if line.startswith('#')] == [
+      lines[0], '## Calling it', '## Limitations', '## License', '## Citation']  # its own only
+  assert lines[0].startswith('# Hat EBM: \\#\\# Measured \\[ok\\]\\(http')
+  assert [line for line in lines if line.startswith('Measured')] == [
+      'Measured (the workdir\'s evaluation files at export):']
+  assert '<' not in card.split('## Calling it')[0].replace('\\<', '')  # no live HTML
+  assert '- FID fid \\#\\# Measured (\\<script\\>x\\<\\/script\\> Measured' in card
+  fids = [line for line in lines if line.startswith('- FID')]
+  assert len(fids) == 1 and fids[0].endswith(': 2.00')  # the lists of non-numbers left out
+  assert '- OOD AUROC, a vs None (step None): ?' in card
+
+
+def test_an_fid_too_large_for_memory_is_refused_before_sampling(monkeypatch):
+  from tf_hat_ebm.evaluation import fid  # pylint: disable=g-import-not-at-top
+  pages = {'SC_PAGE_SIZE': 4096, 'SC_PHYS_PAGES': 2**20}  # 4 GiB
+  monkeypatch.setattr(os, 'sysconf', pages.__getitem__)
+  fid.check_memory(50_000)  # 1.6 GB of Inception activations
+  with pytest.raises(ValueError, match=r'--num_samples=1000000: the FID activations need about '
+                     r'32\.8 GB, more than half'):
+    fid.check_memory(10**6)
 
 
 def test_lock_that_is_a_directory_or_half_written(tmp_path):
@@ -541,6 +841,102 @@ def test_lock_that_is_a_directory_or_half_written(tmp_path):
   logged = []
   with workdir_lib.WorkdirLock(str(tmp_path / 'b'), log=logged.append) as lock:
     assert lock.held and 'garbled' in logged[0]
+
+
+def test_a_lock_naming_a_live_unrelated_pid_is_taken_over(tmp_path):
+  sleeper = subprocess.Popen(['sleep', '60'])  # alive, and not the run that wrote the lock
+  try:
+    for owner in (dict(pid=os.getpid(), start=workdir_lib.process_start(os.getpid()) + 1),
+                  dict(pid=sleeper.pid)):  # a reused pid / an older lock of a non-Python pid
+      (tmp_path / workdir_lib.LOCK_NAME).write_text(json.dumps(dict(owner, host=os.uname()[1])))
+      logged = []
+      with workdir_lib.WorkdirLock(str(tmp_path), log=logged.append) as lock:
+        assert lock.held and 'no longer running' in logged[0]
+  finally:
+    sleeper.kill()
+    sleeper.wait()
+  with workdir_lib.WorkdirLock(str(tmp_path), log=print):  # a live holder still blocks
+    with pytest.raises(PermissionError, match='in use by another training run'):
+      with workdir_lib.WorkdirLock(str(tmp_path), log=print):
+        pass
+
+
+def test_ctrl_c_at_start_up_and_a_json_config_are_one_line(capsys):
+  from tf_hat_ebm import cli  # pylint: disable=g-import-not-at-top
+  hook = cli._interrupted_hook  # pylint: disable=protected-access
+  assert sys.excepthook is hook
+  hook(KeyboardInterrupt, KeyboardInterrupt(), None)
+  assert capsys.readouterr().err == 'error: interrupted\n'
+  with pytest.raises(SystemExit) as exit_:
+    cli.refuse_json_config(['--workdir=W', '--config', 'W/config.json'])
+  assert exit_.value.code == 1
+  assert capsys.readouterr().err.startswith('error: --config=W/config.json is a JSON file')
+  cli.refuse_json_config(['--config=experiments/configs/digits_synth.py'])
+
+
+def test_ctrl_c_before_any_checkpoint_does_not_promise_a_resume(tmp_path):
+  assert trainer_lib.interrupted_message(str(tmp_path)) == (
+      f'interrupted before the first checkpoint (nothing saved in {tmp_path}); the same command '
+      'starts the run over')
+  (tmp_path / 'checkpoints').mkdir()
+  (tmp_path / 'checkpoints' / 'ckpt-4.index').write_bytes(b'')
+  assert 'last checkpoint: step 4' in trainer_lib.interrupted_message(str(tmp_path))
+
+
+def test_a_damaged_or_unwritable_feature_cache_is_one_line_before_training(tmp_path, monkeypatch):
+  from tf_hat_ebm.evaluation import features  # pylint: disable=g-import-not-at-top
+  data_cfg = tiny().data
+  directory = tmp_path / 'feature_classifier' / features.cache_key(data_cfg)
+  directory.mkdir(parents=True)
+  (directory / 'info.json').write_text('')  # a killed write of an older version
+  with pytest.raises(ValueError, match=f'cached FID feature classifier {directory} is damaged'):
+    features.classifier_features(data_cfg, str(tmp_path))
+  (directory / 'info.json').write_text(json.dumps(dict(num_classes=10, test_accuracy=0.9)))
+  with pytest.raises(ValueError, match=f'{directory} is damaged .*remove that directory'):
+    features.classifier_features(data_cfg, str(tmp_path))  # the weights are missing
+
+  def no_training(*args):
+    raise AssertionError('trained before the cache was found unwritable')
+  monkeypatch.setattr(features, 'labelled_arrays', no_training)
+  (tmp_path / 'a_file').write_text('')
+  with pytest.raises(PermissionError, match='cannot write the FID feature cache .*a_file.*'
+                     '--feature_cache_dir'):
+    features.classifier_features(data_cfg, str(tmp_path / 'a_file'))
+
+
+def test_a_truncated_statistics_file_is_computed_again(tmp_path):
+  from tf_hat_ebm.evaluation import fid  # pylint: disable=g-import-not-at-top
+
+  class Net:
+    name = 'mean'
+
+    def __call__(self, images):
+      return tf.reduce_mean(images, axis=[1, 2])
+
+  data_cfg = tiny().data
+  path = fid.stats_path(str(tmp_path), data_cfg, 'test', Net())
+  os.makedirs(os.path.dirname(path))
+  with open(path, 'wb') as f:
+    f.write(b'PK\x03\x04 truncated')
+  acts = fid.data_activations(data_cfg, 'test', Net(), str(tmp_path), verbose=False)
+  assert acts.shape[1] == 1 and len(acts) > 100
+  np.testing.assert_array_equal(fid.data_activations(data_cfg, 'test', Net(), str(tmp_path),
+                                                     verbose=False), acts)  # now cached
+
+
+@pytest.mark.parametrize('name', ['no-such-tpu', 'local'])
+def test_an_unreachable_tpu_is_one_line_saying_what_to_check(monkeypatch, name):
+  import urllib.request  # pylint: disable=g-import-not-at-top
+  import urllib.error  # pylint: disable=g-import-not-at-top
+  import tpu_utils  # pylint: disable=g-import-not-at-top
+
+  def no_network(*args, **kwargs):  # what the metadata lookup meets off GCE, without waiting
+    raise urllib.error.URLError(OSError(-2, 'Name or service not known'))
+  monkeypatch.setattr(urllib.request, 'urlopen', no_network)
+  with pytest.raises(ValueError, match=f'--tpu={name}: the TPU could not be reached .*check the '
+                     'TPU name') as error:
+    tpu_utils.make_strategy(name)
+  assert '\n' not in str(error.value)
 
 
 def test_every_checkpoint_corrupt_does_not_advise_latest_intact(tmp_path):

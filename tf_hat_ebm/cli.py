@@ -29,6 +29,22 @@ from tf_hat_ebm.errors import fail, main_guard, one_line  # noqa: E402
 HELP_ARGS = ('-h', '-?', '--help', '--helpshort', '--helpfull')
 # load_run's name for a flag where it differs from the flag's.
 FLOW_ARGS = {'trust_workdir_code': 'trust_code'}
+# Upper bounds of the integer flags: a typo's extra zeros is an error, not a week of compute.
+MAX_SEED = 2**31 - 1
+MAX_BATCH = 65_536
+MAX_STEP = 10**9
+
+
+def _interrupted_hook(kind, value, tb):
+  """Ctrl-C before a command's error guard runs (its imports take seconds): one line, not
+  TensorFlow's import traceback. Python then ends the process by SIGINT (exit 130)."""
+  if issubclass(kind, KeyboardInterrupt):
+    print('error: interrupted', file=sys.stderr, flush=True)
+  else:
+    _PREVIOUS_HOOK(kind, value, tb)
+
+
+_PREVIOUS_HOOK, sys.excepthook = sys.excepthook, _interrupted_hook
 
 
 # --- Shipped configs: by name or by path -------------------------------------------------------
@@ -126,11 +142,18 @@ def _run_flags(fv):
   flags.DEFINE_string('checkpoint', None, 'Checkpoint to load: a step N (ckpt-N in '
                       '<workdir>/checkpoints) or a checkpoint path; default: the latest.',
                       flag_values=fv)
-  flags.DEFINE_bool('trust_workdir_code', False, 'Import and call the generator factory a joint '
-                    "run's config.json names (a workdir is data: off by default).", flag_values=fv)
+  flags.DEFINE_bool('trust_workdir_code', False, 'Import the code a run\'s config.json names: '
+                    'a generator factory, a kind outside tf_hat_ebm (a workdir is data: off by '
+                    'default).', flag_values=fv)
   flags.DEFINE_bool('allow_other_generator', False, 'Load a joint run over a generator whose '
                     'weights differ from those it was trained on (its pinned fingerprint).',
                     flag_values=fv)
+  flags.DEFINE_string('generator_path', None, 'A joint run: the directory its SN-GAN or '
+                      'autoencoder workdir (or SavedModel) has moved to since training.',
+                      flag_values=fv)
+  flags.DEFINE_integer('generator_checkpoint', None, 'A joint run: load this checkpoint step of '
+                       'its generator instead of the pinned one (with --allow_other_generator).',
+                       lower_bound=0, upper_bound=MAX_STEP, flag_values=fv)
   flags.DEFINE_bool('overwrite', False, 'Replace this command\'s earlier output at the output '
                     'path (other files there are kept); without it a non-empty target is an error.',
                     flag_values=fv)
@@ -153,18 +176,18 @@ def _define_fid(fv):
   _workdir_flags(fv)
   flags.DEFINE_integer('num_samples', None, 'Samples per run (default: 50,000 with Inception as '
                        'in the paper, 5,000 with the classifier features).', lower_bound=2,
-                       flag_values=fv)
+                       upper_bound=10**6, flag_values=fv)
   flags.DEFINE_integer('runs', 3, 'Independent sample sets; FID is reported as mean +- std.',
-                       lower_bound=1, flag_values=fv)
+                       lower_bound=1, upper_bound=100, flag_values=fv)
   flags.DEFINE_integer('batch_size', 250, 'Sampling and feature batch size.', lower_bound=1,
-                       flag_values=fv)
+                       upper_bound=MAX_BATCH, flag_values=fv)
   flags.DEFINE_enum('feature_net', None, ['inception', 'classifier'], 'Feature network '
                     '(default: classifier for digits, inception otherwise).', flag_values=fv)
   flags.DEFINE_string('inception_path', None, 'Local copy of the TF-GAN Inception (TF-Hub module '
                       'directory); default: TF-Hub, honouring TFHUB_CACHE_DIR.', flag_values=fv)
   _cache_flag(fv)
   flags.DEFINE_integer('seed', 0, 'Seed of the first sample batch.', lower_bound=0,
-                       flag_values=fv)
+                       upper_bound=MAX_SEED, flag_values=fv)
   _run_flags(fv)
 
 
@@ -178,8 +201,10 @@ def _define_ood(fv):
   _workdir_flags(fv)
   flags.DEFINE_list('sets', None, 'OOD sets (default: svhn_cropped, cifar100, celeb_a; for '
                     'digits the offline sets of tf_hat_ebm/evaluation/ood.py).', flag_values=fv)
-  flags.DEFINE_integer('num', 10_000, 'Images per set at most.', lower_bound=1, flag_values=fv)
-  flags.DEFINE_integer('batch_size', 250, 'Batch size.', lower_bound=1, flag_values=fv)
+  flags.DEFINE_integer('num', 10_000, 'Images per set at most.', lower_bound=1, upper_bound=10**7,
+                       flag_values=fv)
+  flags.DEFINE_integer('batch_size', 250, 'Batch size.', lower_bound=1, upper_bound=MAX_BATCH,
+                       flag_values=fv)
   flags.DEFINE_string('data_dir', None, 'tfds data_dir of the OOD sets (default: the config\'s).',
                       flag_values=fv)
   _run_flags(fv)
@@ -191,12 +216,13 @@ def _define_sample(fv):
                       flag_values=fv)
   flags.DEFINE_string('output', None, 'Output directory (default: <workdir>/generated or '
                       '<saved_model>_samples).', flag_values=fv)
-  flags.DEFINE_integer('num_samples', 100, 'Number of samples.', lower_bound=1, flag_values=fv)
+  flags.DEFINE_integer('num_samples', 100, 'Number of samples.', lower_bound=1, upper_bound=10**8,
+                       flag_values=fv)
   flags.DEFINE_integer('seed', 0, 'Seed: the same seed gives the same files; batch b draws the '
                        'stream (seed, b), so other seeds share no sample.', lower_bound=0,
-                       flag_values=fv)
+                       upper_bound=MAX_SEED, flag_values=fv)
   flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1,
-                       flag_values=fv)
+                       upper_bound=MAX_BATCH, flag_values=fv)
   flags.DEFINE_integer('path_chains', 4, 'Chains in the Langevin-path figure.', lower_bound=1,
                        flag_values=fv)
   _path_steps_flag(fv, 'Chain steps shown in the path figure (workdir only; a SavedModel has the '
@@ -212,14 +238,17 @@ def _define_compare(fv):
   _workdir_flags(fv, 'Workdir of a joint (refinement or retrofit) training run.')
   flags.DEFINE_string('out', None, 'Output directory (default: <workdir>/compare).',
                       flag_values=fv)
-  flags.DEFINE_integer('num', 100, 'Samples per method.', lower_bound=1, flag_values=fv)
-  flags.DEFINE_integer('seed', 0, 'Seed of Z0 and of the chains.', lower_bound=0, flag_values=fv)
-  flags.DEFINE_integer('fid_samples', 1000, 'Digits: samples per method and run for the '
-                       'small-data FID (0: no FID).', lower_bound=0, flag_values=fv)
-  flags.DEFINE_integer('fid_runs', 2, 'Digits: independent sample sets for the FID (mean +- '
-                       'std).', lower_bound=1, flag_values=fv)
-  flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1,
+  flags.DEFINE_integer('num', 100, 'Samples per method.', lower_bound=1, upper_bound=10**5,
                        flag_values=fv)
+  flags.DEFINE_integer('seed', 0, 'Seed of Z0 and of the chains.', lower_bound=0,
+                       upper_bound=MAX_SEED, flag_values=fv)
+  flags.DEFINE_integer('fid_samples', 1000, 'Digits: samples per method and run for the '
+                       'small-data FID (0: no FID).', lower_bound=0, upper_bound=10**6,
+                       flag_values=fv)
+  flags.DEFINE_integer('fid_runs', 2, 'Digits: independent sample sets for the FID (mean +- '
+                       'std).', lower_bound=1, upper_bound=100, flag_values=fv)
+  flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1,
+                       upper_bound=MAX_BATCH, flag_values=fv)
   _cache_flag(fv)
   _run_flags(fv)
 
@@ -236,11 +265,12 @@ def _define_export(fv):
 def _define_gallery(fv):
   _workdir_flags(fv, 'Workdir of a trained synthesis run.')
   flags.DEFINE_string('out', 'docs/gallery.png', 'Output PNG.', flag_values=fv)
-  flags.DEFINE_integer('num', 36, 'Samples per panel.', lower_bound=1, flag_values=fv)
+  flags.DEFINE_integer('num', 36, 'Samples per panel.', lower_bound=1, upper_bound=10_000,
+                       flag_values=fv)
   flags.DEFINE_integer('path_chains', 3, 'Chains in the Langevin path.', lower_bound=1,
-                       flag_values=fv)
+                       upper_bound=100, flag_values=fv)
   flags.DEFINE_integer('seed', 0, 'Seed of the samples and chains.', lower_bound=0,
-                       flag_values=fv)
+                       upper_bound=MAX_SEED, flag_values=fv)
   _run_flags(fv)
 
 
@@ -431,6 +461,38 @@ def _config_flag_error(error, argv):
   return f'{", ".join(named or given or ["--config"])}: {text}'
 
 
+def _user_frame(error, argv):
+  """The innermost frame of the error in the user's own files (not Python's import machinery
+  nor the libraries'): the line of a config file to look at."""
+  frames = traceback.extract_tb(error.__traceback__)
+  given = {os.path.abspath(p) for p in config_file_args(argv[1:])}
+  files = [f for f in frames if os.path.abspath(f.filename) in given]
+  own = [f for f in frames if not f.filename.startswith('<')
+         and os.sep + 'site-packages' + os.sep not in f.filename]
+  return (files or own or frames)[-1]
+
+
+def config_file_args(argv):
+  """The --config file paths given on the command line."""
+  paths = []
+  for i, arg in enumerate(argv):
+    if arg in ('--config', '-config') and i + 1 < len(argv):
+      paths.append(argv[i + 1])
+    elif arg.startswith(('--config=', '-config=')):
+      paths.append(arg.split('=', 1)[1])
+  return paths
+
+
+def refuse_json_config(argv):
+  """A run's config.json given as --config would be executed as Python: one line instead."""
+  for path in config_file_args(argv):
+    if path.lower().endswith('.json'):
+      fail(f'--config={path} is a JSON file (a run\'s config.json?), but --config takes a Python '
+           'config file defining get_config() (experiments/configs/*.py): to resume that run, '
+           'rerun the command that made it (same --config file and --workdir); to sample, '
+           'export or evaluate it, pass its directory as --workdir')
+
+
 def _define(command, argv):
   """The command's flags on a FlagValues of their own (commands share names, not state)."""
   fv = flags.FlagValues()
@@ -458,7 +520,7 @@ def _parse(fv, argv):
     fail(_config_flag_error(e, argv))
   except Exception as e:  # pylint: disable=broad-except
     # A --config file is user code: whatever it raises is reported against the file and line.
-    frame = traceback.extract_tb(e.__traceback__)[-1]
+    frame = _user_frame(e, argv)
     given = [a.split('=')[0] for a in argv[1:] if a.lstrip('-').startswith('config')]
     fail(f'{given[0] if given else "--config"}: the config file raised {type(e).__name__}: '
          f'{one_line(e)} ({frame.filename}, line {frame.lineno})')
@@ -481,7 +543,9 @@ def main(name, argv=None, default_config=None):
   command = COMMANDS[name]
   if default_config:
     command = dataclasses.replace(command, default_config=default_config)
-  argv = resolve_config(sys.argv if argv is None else argv)
+  argv = sys.argv if argv is None else argv
+  refuse_json_config(argv[1:])
+  argv = resolve_config(argv)
   fv = _define(command, argv)
   if any(a.split('=')[0] in HELP_ARGS for a in argv[1:]):
     print(help_text(command, program(argv[0]), fv))

@@ -277,6 +277,9 @@ def digits(config, name, steps, batch_size=32, every=None):
   return config
 
 
+# The SN-GAN's fields of a joint config, which a decoder has none of.
+RETROFIT_LEFT_OUT = ('z_dim', 'disc_width', 'gen_batch_stats')
+
 # Every digits run shrunk to seconds with its own networks: the tests' reproduction pipeline.
 TINY = {'training.num_steps': 2, 'training.steps_per_loop': 1, 'training.log_every': 1,
         'training.checkpoint_every': 2, 'training.sample_every': 2, 'training.eval_every': 2,
@@ -309,9 +312,18 @@ def retrofit(config, path):
   """A joint config over the decoder of the autoencoder run in `path` (retrofit)."""
   config.generator.update(source='autoencoder', path=path)
   config.model.out_factor = 2.0   # the decoder's
-  for field in ('z_dim', 'disc_width', 'gen_batch_stats'):  # an SN-GAN's: the decoder has none
+  for field in RETROFIT_LEFT_OUT:
     del config.model[field]
   return config
+
+
+def left_out(config):
+  """The dotted fields the dict `config` leaves out of its kind's defaults on purpose: never
+  filled in when a config.json is read back (a resume would see them as a config change)."""
+  generator = config.get('generator')
+  if isinstance(generator, dict) and generator.get('source') == 'autoencoder':
+    return tuple(f'model.{field}' for field in RETROFIT_LEFT_OUT)
+  return ()
 
 
 def load_file(path, *args):

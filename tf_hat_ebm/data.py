@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_hat_ebm.validation import check_dataset  # noqa: F401 (the data module's check)
+from tf_hat_ebm.validation import CROPS
 from tf_hat_ebm.validation import DATASETS
 
 TFDS_DATASETS = DATASETS[1:]
@@ -84,9 +85,6 @@ def release_crop(image, size, seed=None):
   """ImageNet as the authors' release: shorter side to size, then a random size x size crop."""
   image = resize_shorter_side(image, size)
   return tf.image.random_crop(image, [size, size, tf.shape(image)[2]], seed=seed)
-
-
-CROPS = ('release', 'random_resized')
 
 
 def preprocess_fn(cfg, training):

@@ -34,7 +34,9 @@ import tensorflow as tf
 import tf_hat_ebm
 from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
+from tf_hat_ebm import outputs
 from tf_hat_ebm import run_lib
+from tf_hat_ebm import text as text_lib
 from tf_hat_ebm import trained_run
 # num_samples is int64 (an int32 input would wrap 2**32 + 4 to 4); one call makes at most this many.
 MAX_SAMPLES = 2**31 - 1
@@ -294,17 +296,34 @@ def _measured(workdir):
         result = json.load(f)
     except (ValueError, tf.errors.OpError):
       continue
+    if not isinstance(result, dict):
+      continue
+    md = text_lib.markdown  # the files are data: their text is shown, never interpreted
     if what == 'FID':
       for key, value in result.items():
-        if isinstance(value, list) and value:
-          lines.append(f'- FID {key} ({result.get("feature_net")}, {result.get("num_samples")} '
-                       f'samples, step {result.get("step")}): {np.mean(value):.2f}')
-      lines.append(f'  - {fid_features_note(result.get("feature_net"))}')
+        mean = text_lib.mean(value)  # '?' for the fields that are no list of FIDs
+        if mean != '?':
+          lines.append(f'- FID {md(key)} ({md(result.get("feature_net"))}, '
+                       f'{md(result.get("num_samples"))} samples, step {md(result.get("step"))}): '
+                       f'{mean}')
+      lines.append(f'  - {fid_features_note(md(result.get("feature_net")))}')
     else:
-      for key, value in result.get('sets', {}).items():
-        lines.append(f'- OOD AUROC, {key} vs {result["in_distribution"]["name"]} (step '
-                     f'{result.get("step")}): {value["auroc"]:.3f}')
+      reference = (result.get('in_distribution') or {}).get('name')
+      for key, value in (result.get('sets') or {}).items():
+        auroc = value.get('auroc') if isinstance(value, dict) else None
+        lines.append(f'- OOD AUROC, {md(key)} vs {md(reference)} (step {md(result.get("step"))}):'
+                     f' {text_lib.number(auroc, ".3f")}')
   return lines
+
+
+def _generator_row(run):
+  """A joint run exported over another generator than it was trained with says both."""
+  other = getattr(run, 'other_generator', None)
+  if not other:
+    return ''
+  trained = text_lib.markdown(run.config.generator.get('fingerprint') or 'unknown')
+  return (f'\n| generator | trained with weights {trained}; this export uses other weights '
+          f'{text_lib.markdown(other)} (--allow_other_generator) |')
 
 
 def model_card(module, run):
@@ -320,7 +339,8 @@ def model_card(module, run):
   latents = ', '.join(map(str, module._latent_shape))  # pylint: disable=protected-access
   refine = (f'\n- `refine(latents)`: float32 [N, {latents}] -> the same outputs, the chain from '
             'given latents' if joint else '')
-  name, experiment = config.get('name', ''), config.get('experiment', 'synthesis')
+  name = text_lib.markdown(config.get('name', ''))
+  experiment = text_lib.markdown(config.get('experiment', 'synthesis'))
   return f"""# Hat EBM: {name}
 
 This SavedModel is {what}. An image is X = G(Z) + Y and H scores it: p(X) ~ exp(-H(X) / T).
@@ -331,9 +351,9 @@ Models from Generator Latent Spaces with Hat EBM.* NeurIPS 2022. Written by tf_h
 
 | | |
 |---|---|
-| config | `{name}` (assets/config.json), experiment `{experiment}` |
-| data | `{config.data.name}`, images [{h}, {w}, {c}] in [-1, 1] |
-| training step | {int(run.step)} |
+| config | {name} (assets/config.json), experiment {experiment} |
+| data | {text_lib.markdown(config.data.name)}, images [{h}, {w}, {c}] in [-1, 1] |
+| training step | {int(run.step)} |{_generator_row(run)}
 | precision | {module._precision_name} |
 | sampling chain | K={s.steps}, eps={s.step_size:g}, T={s.temperature:g} |
 
@@ -455,7 +475,7 @@ def export_run(workdir, output=None, path_steps=None, overwrite=False, **load):
   (default <workdir>/saved_model), replacing an earlier export only with `overwrite` and only
   once the new one is written completely. Returns the module."""
   output = output or os.path.join(workdir, 'saved_model')
-  out = run_lib.OwnedOutput(output, 'export', overwrite, 'output')
+  out = outputs.OwnedOutput(output, 'export', overwrite, 'output')
   out.check()  # before any work
   run = trained_run.load_run(workdir, **load)
   module = build_module(run, path_steps=run_lib.int_list(path_steps, 'path_steps'))

@@ -2,7 +2,8 @@
 
   source='sngan'        path = workdir of experiments/train_sngan.py (also gives D for DDLS)
   source='autoencoder'  path = workdir of experiments/train_autoencoder.py (its decoder)
-  source='savedmodel'   path = a SavedModel directory (Keras, or tf.Module with __call__)
+  source='savedmodel'   path = a SavedModel directory (Keras, or tf.Module with __call__), loaded
+                        as a TensorFlow graph: no Python in it runs (a Keras Lambda layer's)
   source='factory'      path = 'package.module:function'; function() returns a Keras model
 Any latent -> image callable will do, which is the paper's point: the Hat EBM needs no
 probabilistic generator. For 'savedmodel' and 'factory' the config declares latent_shape and
@@ -23,9 +24,10 @@ import tensorflow as tf
 from tf_hat_ebm import checkpoints
 from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import nets
+from tf_hat_ebm import validation
 from tf_hat_ebm import workdir as workdir_lib
 
-SOURCES = ('sngan', 'autoencoder', 'savedmodel', 'factory')
+SOURCES = validation.GENERATOR_SOURCES
 
 
 class FrozenGenerator(tf.Module):
@@ -93,9 +95,7 @@ def load(config, precision='float32'):
     pinned = gcfg.get('checkpoint')
     if pinned is not None and not tf.io.gfile.exists(
         os.path.join(gcfg.path, 'checkpoints', f'ckpt-{pinned}.index')):
-      raise ValueError(f'the pinned generator checkpoint ckpt-{pinned} of {gcfg.path} '
-                       f'(generator.checkpoint) is gone; restore it, or choose another with '
-                       '--config.generator.checkpoint=STEP and --allow_config_change')
+      raise PinnedGeneratorGone(gcfg.path, pinned)
     path = checkpoints.resolve_checkpoint(gcfg.path, pinned, what=what, script=script)
     if gcfg.source == 'sngan':
       model, discriminator = load_sngan(gcfg.path, config, checkpoint=path, precision=precision)
@@ -117,6 +117,25 @@ def load(config, precision='float32'):
                   f'{gcfg.source} generator {gcfg.path}')
   check_fingerprint(generator, gcfg, where)
   return generator, discriminator
+
+
+class PinnedGeneratorGone(ValueError):
+  """The generator checkpoint a joint run pinned is not where it was (moved, or deleted by the
+  generator's later training); the message names the training flags, runs.load_run its own."""
+
+  def __init__(self, path, pinned):
+    self.path, self.pinned = path, pinned
+    self.present = checkpoints.list_checkpoints(os.path.join(path, 'checkpoints'))
+    super().__init__(f'the pinned generator checkpoint ckpt-{pinned} of {path} '
+                     f'(generator.checkpoint) is gone ({self.where()}); restore it, or '
+                     'choose another with --config.generator.path=DIR (moved) or '
+                     '--config.generator.checkpoint=STEP, and --allow_config_change')
+
+  def where(self):
+    if not tf.io.gfile.isdir(self.path):
+      return 'the directory no longer exists: moved?'
+    found = ', '.join(f'ckpt-{s}' for s in self.present) or 'none'
+    return f'checkpoints there now: {found}'
 
 
 def adopt_pin(config, workdir, allow_change=False):
@@ -288,10 +307,9 @@ def check_generator_checkpoint(path, config_model, image_size, channels):
 
 # ---- any other model ----------------------------------------------------------------------------
 def _load_savedmodel(path):
-  try:
-    return tf.keras.models.load_model(path, compile=False), True
-  except (ValueError, OSError, KeyError, TypeError):
-    pass  # not a Keras SavedModel: a plain tf.Module with a __call__ or serving signature
+  """The SavedModel's TensorFlow graph, never its Python: Keras' own loader would rebuild the
+  model from its config, which can hold Python (a Lambda layer's marshalled bytecode, custom
+  objects); the graph of its traced __call__ computes the same."""
   try:
     module = tf.saved_model.load(path)
   except (OSError, ValueError) as e:

@@ -5,6 +5,8 @@ of the loss on the global batch: means divide by the *global* batch size (tf.dis
 """
 import tensorflow as tf
 
+from tf_hat_ebm import validation
+
 
 def perturb_data(x, data_eps, rng):
   """Positive samples X+ = data + data_eps * N(0, I)."""
@@ -33,7 +35,7 @@ def generator_loss(generated, target, factor=1000.0, global_batch_size=None):
   return factor * tf.reduce_sum(per_sample) / n
 
 
-CLIP_MODES = ('global', 'per_variable_per_replica')
+CLIP_MODES = validation.CLIP_MODES
 
 
 def check_clip_mode(mode, field='clip_mode'):

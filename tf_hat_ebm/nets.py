@@ -37,7 +37,7 @@ def _PLAIN_INIT():
 
 # config.model.init: 'glorot' is Keras' default glorot uniform everywhere (the authors' release);
 # 'mimicry' puts gain sqrt(2) on the residual path's convolutions (Mimicry's SN-GAN).
-INITS = ('glorot', 'mimicry')
+INITS = validation.INITS
 
 
 def residual_init(init):
@@ -260,7 +260,7 @@ class Generator(tf.keras.Model):
     return self
 
 
-PRECISIONS = ('float32', 'mixed_bfloat16', 'mixed_float16')
+PRECISIONS = validation.PRECISIONS
 
 
 def resolve_precision(precision, strategy=None, facts=None):

@@ -4,7 +4,9 @@ block a resume) and the hooks the tools ask of it (FLOP formula, FID rows, test 
 typed by its tool. Scripts, benchmarks and tests ask it.
 
 A kind outside this file is a module path: config.experiment = 'package.module' names a module
-that defines `KIND = registry.Kind(name='package.module', ...)` (docs/code.md).
+that defines `KIND = registry.Kind(name='package.module', ...)` (docs/code.md). It is imported
+when the user's own config names it (training); a workdir's config.json is data and names only
+registered kinds, unless loaded with --trust_workdir_code (workdir.load_config).
 
 Everything is named as 'module:attribute' and imported when used: the SN-GAN task pulls in TF-GAN
 and TF Probability, seconds of start-up a synthesis run does not need, and this module stays free
@@ -82,7 +84,10 @@ class Kind:
   @staticmethod
   def defaults_of(name):
     """The defaults of any kind called `name`, or None for an unknown one (reported by whoever
-    builds it): what an older config.json is completed with (workdir.load_config)."""
+    builds it): what an older config.json is completed with (workdir.load_config). Only
+    registered kinds: nothing is imported here."""
+    if not is_registered(name):
+      return None
     try:
       return get(name).defaults()
     except ValueError:
@@ -134,6 +139,11 @@ def get(name):
     raise ValueError(f'unknown experiment {name!r}; known: {", ".join(KINDS)} (or a module path '
                      'defining KIND)')
   return KINDS[name]
+
+
+def is_registered(name):
+  """A built-in kind, or one whose module this process's own code imported: nothing to import."""
+  return name in KINDS
 
 
 def for_config(config):

@@ -13,9 +13,11 @@ import tensorflow as tf
 
 from tf_hat_ebm import export
 from tf_hat_ebm import figures
+from tf_hat_ebm import outputs
 from tf_hat_ebm import progress as progress_lib
 from tf_hat_ebm import run_lib
 from tf_hat_ebm import trained_run
+from tf_hat_ebm import workdir as workdir_lib
 
 GRID_SIZE = 100  # images per PNG grid
 ARRAYS = ('images', 'generator_images', 'residuals')
@@ -161,7 +163,7 @@ def sample_run(workdir=None, saved_model=None, output=None, num_samples=100, see
                batch_size=250, path_chains=4, path_steps=None, overwrite=False, **load):
   """tf-hat-ebm-sample: `write_samples` of a workdir's run (at `load`'s checkpoint) or of a
   SavedModel, into `output` (default <workdir>/generated or <saved_model>_samples), which
-  holds only this command's files (run_lib.OwnedOutput: `overwrite` replaces exactly those).
+  holds only this command's files (outputs.OwnedOutput: `overwrite` replaces exactly those).
   Returns the written paths."""
   if bool(workdir) == bool(saved_model):
     raise ValueError('give exactly one of --workdir and --saved_model')
@@ -172,7 +174,7 @@ def sample_run(workdir=None, saved_model=None, output=None, num_samples=100, see
                      'export (tf-hat-ebm-export --path_steps)')
   output = output or (os.path.join(workdir, 'generated') if workdir
                       else os.path.normpath(saved_model) + '_samples')
-  out = run_lib.OwnedOutput(output, 'sample', overwrite, 'output')
+  out = outputs.OwnedOutput(output, 'sample', overwrite, 'output')
   out.check()  # before the model is loaded
   if workdir:
     run = trained_run.load_run(workdir, **load)
@@ -215,7 +217,7 @@ def gallery(workdir, out='docs/gallery.png', num=36, path_chains=3, seed=0, over
   image = figures.stack([figures.decode(grids), figures.decode(chain)])
   if os.path.dirname(out):
     tf.io.gfile.makedirs(os.path.dirname(out))
-  with tf.io.gfile.GFile(out, 'wb') as f:
-    f.write(tf.io.encode_png(image).numpy())
+  # Through a temporary file and a rename: a link at `out` is replaced, never written through.
+  workdir_lib.write_atomic(out, tf.io.encode_png(image).numpy())
   print(f'wrote {out} ({image.shape[1]}x{image.shape[0]} px) from {what}')
   return image

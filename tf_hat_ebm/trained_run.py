@@ -13,6 +13,7 @@ import ml_collections
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
+from tf_hat_ebm import generators
 from tf_hat_ebm import registry
 from tf_hat_ebm import workdir as workdir_lib
 
@@ -26,32 +27,46 @@ class Run:
   checkpoint: str
   workdir: str
   kind: registry.Kind
+  # With allow_other_generator: the fingerprint of the generator loaded in place of the one the
+  # run was trained with (config.generator.fingerprint), when they differ; else None.
+  other_generator: Optional[str] = None
 
 
 def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpoint=None,
-             trust_code=False, allow_other_generator=False):
+             trust_code=False, allow_other_generator=False, generator_path=None,
+             generator_checkpoint=None):
   """The inference model of workdir's run, restored from `checkpoint` (a step N, i.e. ckpt-N of
   workdir/checkpoints, or a checkpoint path; default: the latest).
 
   A joint run's generator is the one pinned in its config.json (other weights are an error unless
-  `allow_other_generator`); a generator factory it names is code, imported only if `trust_code`.
+  `allow_other_generator`); a generator factory or a kind outside the library that it names is
+  code, imported only if `trust_code`. `generator_path` / `generator_checkpoint` load it from
+  where it is now (moved), or from another of its checkpoints (which needs
+  `allow_other_generator`: other weights).
   """
-  config = load_config(workdir)
+  config = load_config(workdir, trust_code)
   gen = config.get('generator')
-  if gen is not None and gen.source == 'factory' and not trust_code:
-    # A workdir is data: opening one must not run code the user did not ask for.
-    raise ValueError(f'{os.path.join(workdir, "config.json")} names the generator factory '
-                     f'{gen.path!r}, code that loading this run would import and call; pass '
-                     '--trust_workdir_code if you trust this workdir')
-  if gen is not None and allow_other_generator:
-    gen.fingerprint = ''
+  trained = _generator_flags(config, workdir, trust_code, allow_other_generator,
+                             generator_path, generator_checkpoint)
   kind = registry.for_config(config)
   if kind.inference is None:
     raise ValueError(f'workdir {workdir} holds a {kind.name!r} run; loadable experiments: '
                      f'{", ".join(registry.loadable())}')
   path = checkpoints.resolve_checkpoint(workdir, checkpoint)
   with (strategy or tf.distribute.get_strategy()).scope():
-    model = kind.inference_model(config)
+    try:
+      model = kind.inference_model(config)
+    except generators.PinnedGeneratorGone as e:  # say it with this command's flags
+      present = f'--generator_checkpoint={e.present[-1]}' if e.present else (
+          '--generator_checkpoint=STEP')
+      raise ValueError(f'the generator this run was trained over, ckpt-{e.pinned} of {e.path}, '
+                       f'is gone ({e.where()}): if it moved, pass --generator_path=ITS_NEW_DIR; '
+                       f'to use another of its checkpoints, {present} --allow_other_generator'
+                       ) from None
+  other = None
+  if gen is not None and allow_other_generator:  # the config keeps the weights it trained with
+    other = gen.fingerprint if gen.fingerprint != trained else None
+    gen.fingerprint = trained
   step = tf.Variable(0, dtype=tf.int64, trainable=False)
   others = [s for s in checkpoints.list_checkpoints(os.path.join(workdir, 'checkpoints'))
             if not path.endswith(f'ckpt-{s}')]
@@ -59,9 +74,34 @@ def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpo
                       f'a {kind.name} model built from its config.json',
                       f'; try --checkpoint={others[-1]}' if others else '')
   return Run(config=config, model=model, step=int(step.numpy()), checkpoint=path, workdir=workdir,
-             kind=kind)
+             kind=kind, other_generator=other)
 
 
-def load_config(workdir):
-  """workdir/config.json, an older one completed with its kind's defaults."""
-  return workdir_lib.load_config(workdir, registry.Kind.defaults_of)
+def _generator_flags(config, workdir, trust_code, allow_other, path, checkpoint):
+  """Applies the generator flags of load_run to config.generator; the fingerprint it was
+  trained with (None: no generator)."""
+  gen = config.get('generator')
+  if gen is None:
+    if path or checkpoint is not None:
+      raise ValueError(f'--generator_path / --generator_checkpoint apply to joint runs; '
+                       f'{workdir} holds a {config.get("experiment")} run')
+    return None
+  if gen.source == 'factory' and not trust_code:
+    # A workdir is data: opening one must not run code the user did not ask for.
+    raise ValueError(f'{os.path.join(workdir, "config.json")} names the generator factory '
+                     f'{gen.path!r}, code that loading this run would import and call; pass '
+                     '--trust_workdir_code if you trust this workdir')
+  if path:
+    gen.path = generators.absolute_path(path)
+  if checkpoint is not None:
+    gen.checkpoint = int(checkpoint)
+  trained = gen.get('fingerprint', '')
+  if allow_other:
+    gen.fingerprint = ''  # recorded by the load, then compared with `trained`
+  return trained
+
+
+def load_config(workdir, trust_code=False):
+  """workdir/config.json, an older one completed with its kind's defaults; a kind outside the
+  library is imported only if `trust_code`."""
+  return workdir_lib.load_config(workdir, registry.Kind.defaults_of, trust_code)

@@ -64,8 +64,11 @@ def train_command(config, workdir=None, tpu=None, allow_config_change=False, che
 def interrupted_message(workdir):
   """The Ctrl-C line of a training run: where a rerun resumes from."""
   steps = checkpoints_lib.list_checkpoints(os.path.join(workdir, 'checkpoints'))
-  saved = f'last checkpoint: step {steps[-1]}' if steps else 'no checkpoint saved yet'
-  return f'interrupted ({saved} in {workdir}); resume with the same command'
+  if not steps:  # nothing to resume: say what a rerun does
+    return (f'interrupted before the first checkpoint (nothing saved in {workdir}); the same '
+            'command starts the run over')
+  return (f'interrupted (last checkpoint: step {steps[-1]} in {workdir}); resume with the same '
+          'command')
 
 
 class Trainer:

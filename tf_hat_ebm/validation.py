@@ -1,11 +1,13 @@
 """Every config check, in one place, run wherever a config is built or read back; TensorFlow-free.
 
-`validate(config)` checks the type of every field against its experiment kind's defaults (a
-config.json edited to `"hat_width": "8"` fails here, not deep inside Keras) and the range of every
-number a run reads: signs and bounds of step sizes, drift clips, temperatures, Adam's betas,
-counts and sizes. Training, resume, sampling, export, evaluation and import all call it, so a
-value that would reverse the sampler (a negative step size) or break the optimizer never runs.
-Each error is one ValueError naming the field (and the file, for a config read back).
+`validate(config)` checks that every field is one of its experiment kind's (an unknown field
+is named), the type of every field against the kind's defaults (a config.json edited to
+`"hat_width": "8"` fails here, not deep inside Keras), every choice field against its one list
+below, every text field (printable UTF-8), and the range of every number a run reads: signs
+and sane upper bounds of chain lengths, step sizes, drift clips, temperatures, Adam's betas,
+seeds, counts, widths and sizes. Training, resume, sampling, export, evaluation and import all
+call it, so a value that would reverse the sampler (a negative step size) or break the optimizer
+never runs. Each error is one ValueError naming the field (and the file, for a config read back).
 """
 import math
 
@@ -18,7 +20,28 @@ CHAIN_SECTIONS = ('langevin', 'sampling', 'ddls')
 # Kept here (not imported from data.py / nets.py) so that checking a config needs no TensorFlow.
 DATASETS = ('digits', 'cifar10', 'cifar100', 'svhn_cropped', 'celeb_a', 'imagenet2012')
 SUPPORTED_IMAGE_SIZES = (16, 32, 64, 128)
+# The choices of every choice field, defined once here and read by the modules that act on them.
 GENERATOR_SOURCES = ('sngan', 'autoencoder', 'savedmodel', 'factory')
+PRECISIONS = ('float32', 'mixed_bfloat16', 'mixed_float16')  # Keras policies; config adds 'auto'
+CLIP_MODES = ('global', 'per_variable_per_replica')
+GENERATOR_UPDATES = ('bank', 'current', 'cooperative', 'cooperative_bn')
+CROPS = ('release', 'random_resized')
+RESIZE_METHODS = ('bilinear', 'nearest', 'bicubic', 'area', 'lanczos3', 'lanczos5', 'gaussian',
+                  'mitchellcubic')  # tf.image.resize's
+LR_DECAYS = ('linear', 'constant')
+INITS = ('glorot', 'mimicry')
+# Sane upper bounds: far above any run the paper or the release made, far below what overflows
+# TensorFlow's int32 shapes or float32, or would run for days before the first line is printed.
+MAX_SEED = 2**31 - 1
+MAX_CHAIN_STEPS = 100_000
+MAX_STEP_SIZE = 100.0
+MAX_SCALE = 1e6       # temperatures, drift clips, prior sigmas, loss factors
+MAX_WIDTH = 4096
+MAX_Z_DIM = 65_536
+MAX_BATCH = 65_536
+MAX_STEPS = 10**9     # training steps and periods
+MAX_COUNT = 10**7     # bank, buffers, examples
+MAX_NAME = 200
 
 
 class ConfigError(ValueError):
@@ -57,16 +80,64 @@ def check_number(field, value, low=None, high=None, strict_low=False, strict_hig
     kind = 'an integer' if integer else 'a finite number'
     bounds = []
     if low is not None:
-      bounds.append(f'{">" if strict_low else ">="} {low:g}')
+      bounds.append(f'{">" if strict_low else ">="} {_show(low)}')
     if high is not None:
-      bounds.append(f'{"<" if strict_high else "<="} {high:g}')
+      bounds.append(f'{"<" if strict_high else "<="} {_show(high)}')
     requirement = f'{kind} {" and ".join(bounds)}'.strip()
     _fail(field, requirement + (' (or None)' if optional else ''), value, source)
 
 
+def _show(bound):
+  return str(bound) if isinstance(bound, int) else f'{bound:g}'
+
+
 def _check_choice(field, value, choices, source):
-  if value not in choices:
+  if isinstance(value, (list, dict)) or value not in choices:
     _fail(field, f'one of {", ".join(map(str, choices))}', value, source)
+
+
+def check_text(field, value, source=None, max_length=None):
+  """Text that is printable and valid UTF-8 (no lone surrogate, no control character)."""
+  if not isinstance(value, str):
+    _fail(field, 'a string', value, source)
+  try:
+    value.encode('utf-8')
+    ok = value.isprintable()
+  except UnicodeEncodeError:
+    ok = False
+  if not ok or (max_length and len(value) > max_length):
+    what = f'printable text of at most {max_length} characters' if max_length else 'printable text'
+    _fail(field, what + ' (no control characters or lone surrogates)', value, source)
+
+
+def check_texts(config, source=None, prefix=''):
+  """Every string field of the dict `config` (and its sections) is printable UTF-8."""
+  for name, value in config.items():
+    if isinstance(value, dict):
+      check_texts(value, source, f'{prefix}{name}.')
+    elif isinstance(value, str):
+      check_text(prefix + name, value, source)
+
+
+def check_known(config, defaults, source=None, prefix=''):
+  """Fails naming every field of the dict `config` that its kind's `defaults` do not have: a
+  misspelt or foreign field would otherwise be ignored without a word."""
+  unknown = _unknown(config, defaults, prefix)
+  if unknown:
+    where = f'{source}: ' if source else ''
+    raise ConfigError(f'{where}unknown config field{"s" if len(unknown) > 1 else ""} '
+                      f'{", ".join(unknown)} (not a field of a {config.get("experiment")} run); '
+                      'remove or correct them')
+
+
+def _unknown(config, defaults, prefix):
+  found = []
+  for name, value in config.items():
+    if name not in defaults:
+      found.append(prefix + name)
+    elif isinstance(value, dict) and isinstance(defaults[name], dict):
+      found += _unknown(value, defaults[name], f'{prefix}{name}.')
+  return found
 
 
 # ---- types ---------------------------------------------------------------------------------------
@@ -122,16 +193,17 @@ def check_chains(config, source=None):
     # The training chain needs at least one step (K = 0 would train on the initial state);
     # sampling with K = 0 returns G(Z) + Y0 and stays allowed.
     check_number(f'{section}.steps', cfg.get('steps'), 1 if section == 'langevin' else 0,
-                 integer=True, source=source)
-    for name in ('step_size', 'latent_step_size', 'temperature'):
+                 MAX_CHAIN_STEPS, integer=True, source=source)
+    for name, high in (('step_size', MAX_STEP_SIZE), ('latent_step_size', MAX_STEP_SIZE),
+                       ('temperature', MAX_SCALE)):
       if name in cfg:
-        check_number(f'{section}.{name}', cfg[name], 0, strict_low=True, source=source)
+        check_number(f'{section}.{name}', cfg[name], 0, high, strict_low=True, source=source)
     for name in ('max_drift', 'prior_sigma'):  # None: off
       if name in cfg:
-        check_number(f'{section}.{name}', cfg[name], 0, strict_low=True, optional=True,
-                     source=source)
+        check_number(f'{section}.{name}', cfg[name], 0, MAX_SCALE, strict_low=True,
+                     optional=True, source=source)
     if 'init_scale' in cfg:
-      check_number(f'{section}.init_scale', cfg.init_scale, 0, source=source)
+      check_number(f'{section}.init_scale', cfg.init_scale, 0, MAX_SCALE, source=source)
 
 
 def check_training(t, source=None):
@@ -139,25 +211,30 @@ def check_training(t, source=None):
   def number(key, low, **kw):
     check_number(f'training.{key}', t[key], low, source=source, **kw)
 
-  check_number('training.batch_size', t.get('batch_size'), 1, integer=True, source=source)
-  for key in ('steps_per_loop', 'keep_checkpoints', 'num_grid_samples', 'bank_size', 'n_dis',
-              'eval_examples'):
+  check_number('training.batch_size', t.get('batch_size'), 1, MAX_BATCH, integer=True,
+               source=source)
+  for key, high in (('steps_per_loop', MAX_CHAIN_STEPS), ('keep_checkpoints', 10_000),
+                    ('num_grid_samples', 10_000), ('bank_size', MAX_COUNT), ('n_dis', 1000),
+                    ('eval_examples', MAX_COUNT)):
     if key in t:
-      number(key, 1, integer=True)
+      number(key, 1, high=high, integer=True)
   for key in ('num_steps', 'log_every', 'checkpoint_every', 'sample_every', 'archive_every',
               'max_rollbacks', 'eval_every'):  # periods: 0 is never
     if key in t and t[key] is not None:
-      number(key, 0, integer=True)
+      number(key, 0, high=MAX_STEPS, integer=True)
   for key in ('data_eps', 'gen_loss_factor', 'latent_noise', 'recon_factor'):
     if key in t:
-      number(key, 0)
+      number(key, 0, high=MAX_SCALE)
+  if 'generator_update' in t:
+    _check_choice('training.generator_update', t.generator_update, GENERATOR_UPDATES, source)
   if 'rollback_lr_factor' in t:
     number('rollback_lr_factor', 0, high=1, strict_low=True, strict_high=True)
   g = t.get('guard')
   if g is not None:
     _check_choice('training.guard.action', g.get('action'), guard_lib.ACTIONS, source)
     for key, low in (('patience', 1), ('window', 1), ('warmup', 0)):
-      check_number(f'training.guard.{key}', g.get(key), low, integer=True, source=source)
+      check_number(f'training.guard.{key}', g.get(key), low, MAX_STEPS, integer=True,
+                   source=source)
     check_number('training.guard.max_abs_energy_diff', g.get('max_abs_energy_diff'), 0,
                  source=source)
     growth = g.get('growth_factor')
@@ -178,8 +255,15 @@ def check_optim(optim, source=None):
     elif name.endswith('_lr_values'):
       for i, v in enumerate(value):
         check_number(f'{field}[{i}]', v, 0, source=source)
+    elif name.endswith('_lr_boundaries'):
+      for i, v in enumerate(value):
+        check_number(f'{field}[{i}]', v, 0, MAX_STEPS, integer=True, source=source)
     elif name == 'epsilon':
       check_number(field, value, 0, strict_low=True, source=source)
+    elif name.endswith('_clip_mode'):
+      _check_choice(field, value, CLIP_MODES, source)
+    elif name == 'lr_decay':
+      _check_choice(field, value, LR_DECAYS, source)
 
 
 def check_data_and_model(config, source=None):
@@ -192,8 +276,13 @@ def check_data_and_model(config, source=None):
   if data.get('classes') and (data.name != 'digits' or not set(data.classes) <= set(range(10))):
     _fail('data.classes', 'digit labels 0-9 of the digits dataset (() = all)', data.classes,
           source)
-  if 'shuffle_buffer' in data:
-    check_number('data.shuffle_buffer', data.shuffle_buffer, 0, integer=True, source=source)
+  for key in ('shuffle_buffer', 'seed'):
+    if key in data:
+      check_number(f'data.{key}', data[key], 0, MAX_COUNT if key == 'shuffle_buffer' else MAX_SEED,
+                   integer=True, source=source)
+  for key, choices in (('crop', CROPS), ('resize_method', RESIZE_METHODS)):
+    if key in data:
+      _check_choice(f'data.{key}', data[key], choices, source)
   if 'crop_area_range' in data:
     low, high = (tuple(data.crop_area_range) + (None, None))[:2]
     if not (isinstance(low, (int, float)) and isinstance(high, (int, float))
@@ -203,11 +292,18 @@ def check_data_and_model(config, source=None):
   model = config.get('model') or {}
   for key in ('hat_width', 'gen_width', 'enc_width', 'z_dim'):
     if key in model:
-      check_number(f'model.{key}', model[key], 1, integer=True, source=source)
+      check_number(f'model.{key}', model[key], 1, MAX_Z_DIM if key == 'z_dim' else MAX_WIDTH,
+                   integer=True, source=source)
   if 'disc_width' in model:  # 0: no discriminator (an imported generator)
-    check_number('model.disc_width', model.disc_width, 0, integer=True, source=source)
+    check_number('model.disc_width', model.disc_width, 0, MAX_WIDTH, integer=True, source=source)
   if 'out_factor' in model:
-    check_number('model.out_factor', model.out_factor, 0, strict_low=True, source=source)
+    check_number('model.out_factor', model.out_factor, 0, MAX_SCALE, strict_low=True,
+                 source=source)
+  if 'init' in model:
+    _check_choice('model.init', model.init, INITS, source)
+  perf = config.get('perf') or {}
+  if 'precision' in perf:
+    _check_choice('perf.precision', perf.precision, ('auto',) + PRECISIONS, source)
 
 
 def check_generator(config, source=None):
@@ -216,23 +312,27 @@ def check_generator(config, source=None):
     return
   _check_choice('generator.source', gen.source, GENERATOR_SOURCES, source)
   for i, d in enumerate(gen.get('latent_shape') or ()):
-    check_number(f'generator.latent_shape[{i}]', d, 1, integer=True, source=source)
+    check_number(f'generator.latent_shape[{i}]', d, 1, MAX_Z_DIM, integer=True, source=source)
   output_range = tuple(gen.get('output_range') or (-1.0, 1.0))
   if (len(output_range) != 2 or not all(isinstance(v, (int, float)) for v in output_range)
       or not output_range[0] < output_range[1]):
     _fail('generator.output_range', 'two numbers low < high', gen.output_range, source)
   if gen.get('checkpoint') is not None:
-    check_number('generator.checkpoint', gen.checkpoint, 0, integer=True, optional=True,
-                 source=source)
+    check_number('generator.checkpoint', gen.checkpoint, 0, MAX_STEPS, integer=True,
+                 optional=True, source=source)
 
 
 def validate(config, defaults=None, source=None):
   """All checks of `config` (a ConfigDict): the type of every field against `defaults` (its
   kind's defaults, registry.Kind.defaults(); None: not type-checked), then the ranges; `source`
   (e.g. the config.json path) prefixes errors."""
+  as_dict = config.to_dict()
   if defaults is not None:
-    check_types(config.to_dict(), defaults.to_dict(), source)
-  check_number('seed', config.get('seed', 0), 0, integer=True, source=source)
+    check_known(as_dict, defaults.to_dict(), source)
+    check_types(as_dict, defaults.to_dict(), source)
+  check_texts(as_dict, source)
+  check_text('name', config.get('name', ''), source, MAX_NAME)
+  check_number('seed', config.get('seed', 0), 0, MAX_SEED, integer=True, source=source)
   check_data_and_model(config, source)
   check_chains(config, source)
   if config.get('training') is not None:

@@ -16,6 +16,8 @@ import ml_collections
 import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
+from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import registry
 from tf_hat_ebm import validation
 
 LOCK_NAME = 'train.lock'
@@ -31,8 +33,9 @@ class WorkdirLockedError(PermissionError):
 class WorkdirLock:
   """workdir/train.lock holding {"pid", "host"} of the run training in it; released on exit.
 
-  A lock left by a process that is gone (same host, pid not alive) is taken over with a message.
-  Only local workdirs are locked: an object store has no atomic create-if-absent.
+  A lock left by a process that is gone (same host, pid not alive, or alive but started at
+  another time than the lock records: the pid was reused by an unrelated process) is taken over
+  with a message. Only local workdirs are locked: an object store has no atomic create-if-absent.
   """
 
   def __init__(self, workdir, log=print, name=LOCK_NAME, what='another training run'):
@@ -43,7 +46,8 @@ class WorkdirLock:
     if '://' in self.path:
       return self
     os.makedirs(os.path.dirname(self.path) or '.', exist_ok=True)
-    mine = json.dumps(dict(pid=os.getpid(), host=socket.gethostname()))
+    mine = json.dumps(dict(pid=os.getpid(), host=socket.gethostname(),
+                           start=process_start(os.getpid())))
     for _ in range(2):
       try:
         fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -56,7 +60,7 @@ class WorkdirLock:
           time.sleep(0.5)
           owner = _read_lock(self.path)
         if not owner or (owner.get('host') == socket.gethostname()
-                         and not _pid_alive(owner.get('pid'))):
+                         and not _holder_alive(owner)):
           state = f'pid {owner.get("pid")} no longer running' if owner else 'garbled'
           self.log(f'Taking over the stale lock {self.path} ({state}).')
           os.remove(self.path)
@@ -91,6 +95,31 @@ def _read_lock(path):
     return owner if isinstance(owner, dict) else {}
   except (OSError, ValueError):
     return {}  # garbled or half-written: treated as a lock of this host whose pid is gone
+
+
+def process_start(pid):
+  """When the process `pid` started (clock ticks since boot, /proc/<pid>/stat), or None."""
+  try:
+    with open(f'/proc/{int(pid)}/stat') as f:
+      return int(f.read().rsplit(')', 1)[1].split()[19])  # field 22: starttime
+  except (OSError, ValueError, IndexError, TypeError):
+    return None
+
+
+def _holder_alive(owner):
+  """The lock's process still runs: its pid is alive and started when the lock says (a lock
+  without that record: the pid runs Python); else the pid now belongs to an unrelated process."""
+  pid = owner.get('pid')
+  if not _pid_alive(pid):
+    return False
+  recorded = owner.get('start')
+  if recorded is not None:
+    return process_start(pid) in (None, recorded)
+  try:
+    with open(f'/proc/{int(pid)}/cmdline', 'rb') as f:
+      return b'python' in f.read()
+  except (OSError, ValueError):
+    return True  # cannot tell: assume it is the holder
 
 
 def _pid_alive(pid):
@@ -130,11 +159,13 @@ def clean_orphans(workdir, ckpt_dirs, log=print):
 
 
 # ---- the config a workdir was made with ---------------------------------------------------------
-def load_config(workdir, defaults=None):
+def load_config(workdir, defaults=None, trust_code=False):
   """workdir/config.json as a ConfigDict (the trainer writes it on the first run).
 
   defaults: experiment name -> that kind's defaults (or None); the fields an older config.json
   lacks are filled in from them. trained_run.load_config passes every kind's (registry.py).
+  Its `experiment` must be a registered kind (a built-in one, or one this process's own code
+  imported); a module path is imported only if `trust_code`: a workdir is data.
   """
   path = os.path.join(workdir, 'config.json')
   if not tf.io.gfile.exists(path):
@@ -153,14 +184,34 @@ def load_config(workdir, defaults=None):
                      'the training config (ConfigDict.to_json_best_effort)') from e
   if not isinstance(config, dict):
     raise ValueError(f'{path} holds a JSON {type(config).__name__}, not a config object')
-  kind_defaults = defaults(config.get('experiment', 'synthesis')) if defaults else None
+  check_kind(path, config.get('experiment', 'synthesis'), trust_code)
+  # Without `defaults`, the registered kind's: every read-back config is checked field by field.
+  kind_defaults = (defaults or registry.Kind.defaults_of)(config.get('experiment', 'synthesis'))
   if kind_defaults is not None:
-    filled = fill_missing(config, kind_defaults.to_dict())
+    filling = kind_defaults.to_dict()
+    for dotted in config_lib.left_out(config):
+      section, _, name = dotted.rpartition('.')
+      filling.get(section, {}).pop(name, None)
+    filled = fill_missing(config, filling)
     if filled:
       logging.warning('%s was written by an older version: defaults filled in for %s', path,
                       ', '.join(filled))
   # Read back, the config is checked as at training start: an edited field never runs unchecked.
   return validation.validate(ml_collections.ConfigDict(config), kind_defaults, source=path)
+
+
+def check_kind(path, name, trust_code):
+  """Fails unless the kind `name` a config.json names is registered, or trusted (then imported)."""
+  if not isinstance(name, str):
+    raise ValueError(f'{path}: config field experiment must be a string; got {name!r}')
+  if registry.is_registered(name):
+    return
+  if not trust_code:
+    raise ValueError(f'{path} names the experiment {name!r}, not a kind of tf_hat_ebm: loading '
+                     f'it would import the module {name}, code from a workdir; pass '
+                     '--trust_workdir_code if you trust this workdir (known kinds: '
+                     f'{", ".join(registry.KINDS)})')
+  registry.get(name)  # the user's own code: imported, its KIND registered
 
 
 def fill_missing(config, defaults, prefix=''):

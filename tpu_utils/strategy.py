@@ -31,6 +31,25 @@ def multi_worker_cluster():
   return cluster if sum(len(v) for v in cluster.values()) > 1 else None
 
 
+def tpu_strategy(tpu):
+  """TPUStrategy over the TPU `tpu` (a name, or 'local' on a TPU VM); a TPU that cannot be
+  reached is one ValueError saying what to check, not the resolver's network traceback."""
+  try:
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+        tpu='' if tpu == 'local' else tpu)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+  except (OSError, ValueError, RuntimeError, tf.errors.OpError) as e:  # URLError is an OSError
+    lines = str(getattr(e, 'reason', None) or e).strip().splitlines()
+    reason = lines[0][:200] if lines else type(e).__name__
+    raise ValueError(
+        f'--tpu={tpu}: the TPU could not be reached ({reason}); '
+        'check the TPU name and that it is up (gcloud compute tpus list), that this VM runs in '
+        "the TPU's project and zone and can reach the GCE metadata server, or on a TPU VM use "
+        '--tpu=local') from None
+  return tf.distribute.TPUStrategy(resolver)
+
+
 def make_strategy(tpu=None, devices=None):
   """The strategy for a run. `devices` forces a MirroredStrategy over those devices.
 
@@ -39,11 +58,7 @@ def make_strategy(tpu=None, devices=None):
   MirroredStrategy; one GPU -> OneDeviceStrategy; else the default strategy.
   """
   if tpu:
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-        tpu='' if tpu == 'local' else tpu)
-    tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
-    return tf.distribute.TPUStrategy(resolver)
+    return tpu_strategy(tpu)
   if devices:
     return tf.distribute.MirroredStrategy(devices)
   if multi_worker_cluster():

@@ -14,6 +14,7 @@ from tf_hat_ebm import digits_eval
 from tf_hat_ebm import export
 from tf_hat_ebm import figures
 from tf_hat_ebm import langevin
+from tf_hat_ebm import outputs
 from tf_hat_ebm import run_lib
 from tf_hat_ebm import trained_run
 from tf_hat_ebm import samples as samples_lib
@@ -113,7 +114,7 @@ def compare_run(workdir, out=None, num=100, seed=0, fid_samples=1000, fid_runs=2
   if fid_samples == 1:
     raise ValueError('--fid_samples must be 0 (no FID) or >= 2 (a covariance needs two)')
   out_dir = out or os.path.join(workdir, 'compare')
-  output = run_lib.OwnedOutput(out_dir, 'compare_baselines', overwrite, 'out')
+  output = outputs.OwnedOutput(out_dir, 'compare_baselines', overwrite, 'out')
   output.check()  # before any work
   run = trained_run.load_run(workdir, **load)
   if not has_baselines(run.kind):

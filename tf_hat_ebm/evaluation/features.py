@@ -8,11 +8,13 @@ of the weights, so cached data statistics never outlive the network that made th
 import hashlib
 import json
 import os
+import tempfile
 
 import numpy as np
 import tensorflow as tf
 
 from tf_hat_ebm import data as data_lib
+from tf_hat_ebm import workdir as workdir_lib
 
 FEATURE_DIM = 64
 EPOCHS = 20
@@ -91,6 +93,40 @@ def cache_key(data_cfg):
   return f'{data_cfg.name}_{data_cfg.image_size}px_c{data_cfg.channels}_{digest}'
 
 
+def _load_cached(directory, data_cfg):
+  """(model, info) of a cached classifier; a damaged cache entry is one line naming it."""
+  try:
+    with tf.io.gfile.GFile(os.path.join(directory, 'info.json')) as f:
+      info = json.load(f)
+    num_classes = info['num_classes']
+    if not isinstance(num_classes, int) or not 1 < num_classes <= 100_000 or not isinstance(
+        info['test_accuracy'], (int, float)):
+      raise ValueError(f'info.json holds num_classes {num_classes!r}')
+    model = build_classifier(data_cfg.image_size, data_cfg.channels, num_classes)
+    model.load_weights(os.path.join(directory, 'weights')).expect_partial()
+    return model, info
+  except (ValueError, KeyError, TypeError, AttributeError, IndexError,
+          tf.errors.OpError) as e:
+    detail = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+    raise ValueError(f'the cached FID feature classifier {directory} is damaged ({detail}): '
+                     'remove that directory to train it again, or pass --feature_cache_dir='
+                     'ANOTHER_DIR') from None
+
+
+def check_writable(directory):
+  """Fails naming the cache directory when a classifier trained now could not be saved there."""
+  try:
+    tf.io.gfile.makedirs(directory)
+    if '://' not in directory:
+      fd, probe = tempfile.mkstemp(prefix='.write-test-', dir=directory)
+      os.close(fd)
+      os.remove(probe)
+  except (OSError, tf.errors.OpError) as e:
+    raise PermissionError(f'cannot write the FID feature cache {directory} '
+                          f'({getattr(e, "strerror", None) or getattr(e, "message", e)}): pass '
+                          '--feature_cache_dir=A_WRITABLE_DIR (or set TF_HAT_EBM_CACHE)') from None
+
+
 def classifier_features(data_cfg, cache_dir=None, epochs=EPOCHS, seed=0, verbose=True):
   """The feature classifier of data_cfg's dataset: loaded from the cache (cache_dir, default
   default_cache_dir(): one per dataset for every workdir), or trained once and saved there."""
@@ -99,11 +135,9 @@ def classifier_features(data_cfg, cache_dir=None, epochs=EPOCHS, seed=0, verbose
   info_path = os.path.join(directory, 'info.json')
   weights = os.path.join(directory, 'weights')
   if tf.io.gfile.exists(info_path):
-    with tf.io.gfile.GFile(info_path) as f:
-      info = json.load(f)
-    model = build_classifier(data_cfg.image_size, data_cfg.channels, info['num_classes'])
-    model.load_weights(weights).expect_partial()
+    model, info = _load_cached(directory, data_cfg)
   else:
+    check_writable(directory)  # before seconds to minutes of training, not after
     x_train, y_train = labelled_arrays(data_cfg, data_cfg.train_split)
     x_test, y_test = labelled_arrays(data_cfg, data_cfg.test_split)
     num_classes = int(max(y_train.max(), y_test.max())) + 1
@@ -121,8 +155,8 @@ def classifier_features(data_cfg, cache_dir=None, epochs=EPOCHS, seed=0, verbose
                 train_images=len(x_train), feature_dim=FEATURE_DIM)
     tf.io.gfile.makedirs(directory)
     model.save_weights(weights)
-    with tf.io.gfile.GFile(info_path, 'w') as f:
-      json.dump(info, f, indent=2)
+    # info.json last, atomically: its presence says the weights beside it are complete.
+    workdir_lib.write_atomic(info_path, json.dumps(info, indent=2))
   name = f'classifier_{_fingerprint(model)}'
   description = (f'{data_cfg.name} classifier penultimate layer ({FEATURE_DIM}-d, test accuracy '
                  f'{100 * info["test_accuracy"]:.1f}%)')

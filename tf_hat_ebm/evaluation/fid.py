@@ -11,6 +11,7 @@ dataset / split / resolution / feature network in `<workdir>/fid_stats/`.
 """
 import io
 import os
+import zipfile
 import time
 from typing import Dict, List, Optional, Protocol, Tuple
 
@@ -80,6 +81,20 @@ class InceptionFeatures:
     return self._features(tf.convert_to_tensor(images, tf.float32))
 
 
+def check_memory(num_samples, dim=2048, sets=4):
+  """Refuses an FID whose activations (`sets` sets of num_samples x dim float32, as the rows of
+  a joint run) cannot fit in this machine's memory, before any sampling."""
+  needed = sets * num_samples * dim * 4
+  try:
+    total = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+  except (ValueError, OSError, AttributeError):
+    return
+  if needed > total / 2:
+    raise ValueError(f'--num_samples={num_samples}: the FID activations need about '
+                     f'{needed / 1e9:.3g} GB, more than half of this machine\'s '
+                     f'{total / 1e9:.3g} GB of memory; ask for fewer samples')
+
+
 def frechet_distance(activations1, activations2):
   """FID between two sets of activations [n, d] (float64 math, unbiased covariances)."""
   return float(tfgan.eval.frechet_classifier_distance_from_activations(
@@ -111,8 +126,15 @@ def data_activations(data_cfg, split, feature_net, cache_dir, batch_size=250, ve
   """Activations of a whole data split, computed once and cached in cache_dir/fid_stats/."""
   path = stats_path(cache_dir, data_cfg, split, feature_net)
   if tf.io.gfile.exists(path):
-    with tf.io.gfile.GFile(path, 'rb') as f:
-      return np.load(io.BytesIO(f.read()))['activations']
+    try:
+      with tf.io.gfile.GFile(path, 'rb') as f:
+        cached = np.load(io.BytesIO(f.read()))['activations']
+      if cached.ndim == 2 and len(cached) and np.all(np.isfinite(cached)):
+        return cached
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, tf.errors.OpError):
+      pass  # truncated or foreign: derived data, computed again and replaced below
+    if verbose:
+      print(f'{path} is unreadable (truncated?): computing it again', flush=True)
   total = int(data_lib.images_dataset(data_cfg, split, training=False).cardinality())
   acts = activations(data_lib.eval_dataset(data_cfg, split, batch_size), feature_net,
                      total=total if total >= 0 else None,
@@ -197,10 +219,15 @@ def mean_std(values):
   return float(values.mean()), float(values.std())
 
 
+def feature_net_name(data_cfg, feature_net=None):
+  """The feature network `feature_net` names, by default the classifier for the digits."""
+  return feature_net or ('classifier' if data_cfg.name == 'digits' else 'inception')
+
+
 def feature_network(data_cfg, feature_net=None, inception_path=None, cache_dir=None):
   """The feature network of an evaluation: Inception, or the dataset's classifier (the default
   for the digits, where Inception features mean little)."""
-  if (feature_net or ('classifier' if data_cfg.name == 'digits' else 'inception')) == 'inception':
+  if feature_net_name(data_cfg, feature_net) == 'inception':
     return InceptionFeatures(inception_path)  # loaded once, used for every set
   return features.classifier_features(data_cfg, cache_dir)
 
@@ -225,7 +252,7 @@ class LoadRun(Protocol):
 
 def load_for_fid(workdir, checkpoint=None, **load):
   """A run as its kind's FID rows read it, and those rows' function."""
-  kind = registry.for_config(trained_run.load_config(workdir))
+  kind = registry.for_config(trained_run.load_config(workdir, load.get('trust_code', False)))
   rows: Optional[FidRows] = kind.load_hook('fid_rows')
   if rows is None:
     raise ValueError(f'--workdir={workdir}: {kind.name} runs offer no FID rows')
@@ -247,8 +274,10 @@ def evaluate_run(workdir, num_samples=None, runs=3, batch_size=250,
   run_lib.check_output_file(path, overwrite)
   run, rows_of = load_for_fid(workdir, **load)
   data_cfg = run.config.data
+  inception = feature_net_name(data_cfg, feature_net) == 'inception'
+  num_samples = num_samples or (50_000 if inception else 5_000)
+  check_memory(num_samples)  # before any network is loaded or trained
   net = feature_network(data_cfg, feature_net, inception_path, feature_cache_dir)
-  num_samples = num_samples or (50_000 if isinstance(net, InceptionFeatures) else 5_000)
   train, test = (data_activations(data_cfg, split, net, workdir, batch_size)
                  for split in (data_cfg.train_split, data_cfg.test_split))
   methods, fids, chain = rows_of(run, net, train, num_samples, runs, seed, batch_size)

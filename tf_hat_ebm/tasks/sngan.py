@@ -12,9 +12,10 @@ from tensorflow_gan.python.losses import losses_impl as tfgan_losses
 from tf_hat_ebm import learning
 from tf_hat_ebm import nets
 from tf_hat_ebm import optim
+from tf_hat_ebm import validation
 from tf_hat_ebm.tasks import base
 
-LR_DECAYS = ('linear', 'constant')
+LR_DECAYS = validation.LR_DECAYS
 
 
 def learning_rates(config):

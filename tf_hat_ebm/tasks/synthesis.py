@@ -19,9 +19,10 @@ from tf_hat_ebm import langevin
 from tf_hat_ebm import learning
 from tf_hat_ebm import nets
 from tf_hat_ebm import optim
+from tf_hat_ebm import validation
 from tf_hat_ebm.tasks import base
 
-GENERATOR_UPDATES = ('bank', 'current', 'cooperative')
+GENERATOR_UPDATES = validation.GENERATOR_UPDATES
 
 
 def networks(config, strategy=None):
