@@ -70,3 +70,36 @@ def test_child_started_after_its_parent_died_kills_itself(monkeypatch):
   preexec()
   assert calls == [(children.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)]
   assert killed == [(os.getpid(), signal.SIGKILL)]
+
+
+def dead_pid():
+  proc = subprocess.Popen([sys.executable, '-c', 'pass'])
+  proc.wait()
+  return proc.pid
+
+
+def test_rerun_after_a_sigkill_takes_over_the_dead_runs_locks(tmp_path):
+  """reproduce.lock and a stage's train.lock of a killed run (their pids gone) are taken over."""
+  import json  # pylint: disable=g-import-not-at-top
+  import socket  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.reproduction import pipeline  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.reproduction import stages  # pylint: disable=g-import-not-at-top
+  from test_reproduction import FakeScripts  # pylint: disable=g-import-not-at-top
+  out = tmp_path / 'out'
+  o = stages.Options(out=str(out), seeds=(0,), parts=('synthesis',), jobs='1')
+  pipeline.mark(str(out), pipeline.own_entries(stages.build(o)))
+  stale = json.dumps(dict(pid=dead_pid(), host=socket.gethostname()))
+  (out / pipeline.LOCK).write_text(stale)
+  (out / 'synthesis_s0').mkdir()
+  (out / 'synthesis_s0' / 'train.lock').write_text(stale)
+  printed = []
+  records = pipeline.reproduce(o, run_command=FakeScripts(str(out)),
+                               print_fn=lambda *a, **k: printed.append(' '.join(map(str, a))))
+  assert records['synthesis_s0']['result']['hat_ebm'] == 11.0
+  assert any('Taking over the stale lock' in p and pipeline.LOCK in p for p in printed)
+  assert not (out / pipeline.LOCK).exists()
+  # The stage's own lock is its training's (the trainer takes it over: tests/test_resume.py).
+  from tf_hat_ebm import workdir as workdir_lib  # pylint: disable=g-import-not-at-top
+  with workdir_lib.WorkdirLock(str(out / 'synthesis_s0'), log=printed.append):
+    pass
+  assert printed[-1].startswith('Taking over the stale lock') and 'train.lock' in printed[-1]
