@@ -106,7 +106,7 @@ def alive(pid):
 
 def kill_at(out, log, sig, delay):
   """Starts the reproduction, sends `sig` to reproduce.py alone after `delay` s; (exit code,
-  stages done at the kill, orphans left 10 s after its exit)."""
+  stages done at the kill, the scripts running then, orphans left 10 s after its exit)."""
   with open(log, 'w') as f:
     proc = subprocess.Popen(command(out), stdout=f, stderr=subprocess.STDOUT, env=env())
     children = []
@@ -119,10 +119,24 @@ def kill_at(out, log, sig, delay):
       children = sorted(set(children) | set(descendants(proc.pid)))
       proc.send_signal(sig)
     code = proc.wait(FLAGS.timeout)
+  running = running_at_kill(out)
   grace = time.time() + 10
   while time.time() < grace and any(alive(p) for p in children):
     time.sleep(0.1)
-  return code, done, [p for p in children if alive(p)]
+  return code, done, running, [p for p in children if alive(p)]
+
+
+def running_at_kill(out):
+  """'train_synthesis' (the script each unfinished stage started last, from its log) or '-'."""
+  started = []
+  for stage in sorted(os.listdir(out)) if os.path.isdir(out) else []:
+    log = os.path.join(out, stage, 'log.txt')
+    if os.path.isfile(log) and not os.path.exists(os.path.join(out, stage, 'done.json')):
+      with open(log, errors='replace') as f:
+        lines = [x.split()[2] for x in f if x.startswith('$ ') and len(x.split()) > 2]
+      if lines:
+        started.append(os.path.splitext(os.path.basename(lines[-1]))[0])
+  return ', '.join(started) or '-'
 
 
 def done_stages(out):
@@ -219,26 +233,28 @@ def main(argv):
   for i, sig in enumerate(signals):
     run = os.path.join(out, f'kill{i}')
     delay = rng.uniform(0.0, seconds)
-    code, done, orphans = kill_at(run, os.path.join(out, f'kill{i}.log'), sig, delay)
+    code, done, running, orphans = kill_at(run, os.path.join(out, f'kill{i}.log'), sig, delay)
     rerun, last, rerun_seconds = run_to_end(run, os.path.join(out, f'kill{i}.rerun.log'))
     diff = compare(reference, run) if rerun == 0 else []
     ok = rerun == 0 and not orphans and not diff
     failed += not ok
     rows.append(dict(kill=i, signal=signal.Signals(sig).name, at=round(delay, 1), exit=code,
-                     done_at_kill=len(done), orphans=len(orphans), rerun_exit=rerun,
-                     rerun_seconds=round(rerun_seconds), same_report=rerun == 0 and not diff,
+                     done_at_kill=len(done), running=running, orphans=len(orphans),
+                     rerun_exit=rerun, rerun_seconds=round(rerun_seconds),
+                     same_report=rerun == 0 and not diff,
                      problems=([f'rerun: {last}'] if rerun else []) + (
                          [f'orphans {orphans}'] if orphans else []) + diff[:5]))
     r = rows[-1]
     print(f'kill {i}: {r["signal"]} at {r["at"]} s (exit {code}, {len(done)} stages done, '
-          f'{len(orphans)} orphans); rerun exit {rerun} in {r["rerun_seconds"]} s; same report: '
-          f'{r["same_report"]}{"; " + "; ".join(r["problems"]) if r["problems"] else ""}',
-          flush=True)
-  print('\n| kill | signal | at (s) | exit | stages done at kill | orphans | rerun exit | '
-        'rerun (s) | same report |')
-  print('|---|---|---|---|---|---|---|---|---|')
+          f'running {running}, {len(orphans)} orphans); rerun exit {rerun} in '
+          f'{r["rerun_seconds"]} s; same report: {r["same_report"]}'
+          f'{"; " + "; ".join(r["problems"]) if r["problems"] else ""}', flush=True)
+  print('\n| kill | signal | at (s) | exit | stages done at kill | running at kill | orphans | '
+        'rerun exit | rerun (s) | same report |')
+  print('|---|---|---|---|---|---|---|---|---|---|')
   for r in rows:
     print(f'| {r["kill"]} | {r["signal"]} | {r["at"]} | {r["exit"]} | {r["done_at_kill"]} | '
+          f'{r["running"]} | '
           f'{r["orphans"]} | {r["rerun_exit"]} | {r["rerun_seconds"]} | '
           f'{"yes" if r["same_report"] else "NO"} |')
   print(f'\nkills survived: {len(rows) - failed}/{len(rows)} (reference {seconds:.0f} s; '
