@@ -10,7 +10,7 @@ from conftest import REPO
 LAYERS = (
     ('registry', 'config', 'errors', 'checkpoints', 'guard', 'langevin', 'learning', 'optim',
      'bank', 'figures', 'flops', 'validation', 'perf', 'progress', 'reproduction.stages',
-     'reproduction.paper', 'reproduction.statistics'),
+     'reproduction.paper', 'reproduction.statistics', 'reproduction.children'),
     ('data', 'nets', 'workdir', 'tasks.base', 'reproduction.report', 'reproduction.tables'),
     ('generators', 'trained_run', 'run_record', 'summaries', 'digits_eval', 'evaluation.features',
      'release_import', 'tasks.synthesis', 'tasks.joint', 'tasks.sngan', 'tasks.autoencoder'),
