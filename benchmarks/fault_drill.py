@@ -11,11 +11,13 @@ Prints cycles survived, steps lost per cycle, and any failure.
 """
 import json
 import os
+import pty
 import random
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from absl import app
@@ -33,7 +35,8 @@ flags.DEFINE_integer('seed', 0, 'Seed of the kill times.')
 flags.DEFINE_multi_string('arg', [], 'Extra arguments for the training script.')
 FLAGS = flags.FLAGS
 
-_STEP = re.compile(r'(\d+)/\d+ \[')
+# 'step 12/100000 (0%), ...': the trainer's progress on a terminal (redrawn every host call).
+_STEP = re.compile(r'step (\d+)/\d+ \(')
 MARKER = '.fault_drill'  # what marks a directory this drill made (and may empty)
 
 
@@ -58,25 +61,45 @@ def checkpoint_step(workdir):
 def run_until(workdir, args, delay, sig, wait_for_checkpoint=True, timeout=600):
   """Starts training; once it has written a new checkpoint (so that each cycle makes progress
   whatever the machine's speed), waits `delay` seconds more and sends `sig`.
-  Returns (output, exit code)."""
-  import tempfile  # pylint: disable=g-import-not-at-top
+  Returns (output, exit code). The run writes to a pseudo-terminal: its progress line is redrawn
+  every host call there (in a file it is printed every 10% or minute), so the output holds the
+  last step reached."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3', PYTHONUNBUFFERED='1')
   ckpt_dir = os.path.join(workdir, 'checkpoints')
   before = _latest_name(ckpt_dir)
-  with tempfile.TemporaryFile('w+') as log:  # a file, not a pipe: the child never blocks on it
+  master, terminal = pty.openpty()
+  chunks = []
+  reader = threading.Thread(target=_drain, args=(master, chunks), daemon=True)
+  try:
     proc = subprocess.Popen([sys.executable, SCRIPT, f'--workdir={workdir}', *args], env=env,
-                            stdout=log, stderr=subprocess.STDOUT, text=True)
-    deadline = time.time() + timeout
-    while (wait_for_checkpoint and proc.poll() is None and time.time() < deadline and
-           _latest_name(ckpt_dir) == before):
-      time.sleep(0.05)
+                            stdin=subprocess.DEVNULL, stdout=terminal, stderr=terminal)
+  finally:
+    os.close(terminal)
+  reader.start()
+  deadline = time.time() + timeout
+  while (wait_for_checkpoint and proc.poll() is None and time.time() < deadline and
+         _latest_name(ckpt_dir) == before):
+    time.sleep(0.05)
+  try:
+    proc.wait(timeout=delay)
+  except subprocess.TimeoutExpired:
+    proc.send_signal(sig)
+    proc.wait()
+  reader.join(10)
+  os.close(master)
+  return b''.join(chunks).decode(errors='replace'), proc.returncode
+
+
+def _drain(fd, chunks):
+  """Reads the pseudo-terminal until the run's side closes (EIO), so the run never blocks."""
+  while True:
     try:
-      proc.wait(timeout=delay)
-    except subprocess.TimeoutExpired:
-      proc.send_signal(sig)
-      proc.wait()
-    log.seek(0)
-    return log.read(), proc.returncode
+      chunk = os.read(fd, 65536)
+    except OSError:
+      return
+    if not chunk:
+      return
+    chunks.append(chunk)
 
 
 def _latest_name(ckpt_dir):

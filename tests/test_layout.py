@@ -10,7 +10,8 @@ from conftest import REPO
 LAYERS = (
     ('registry', 'config', 'errors', 'checkpoints', 'guard', 'langevin', 'learning', 'optim',
      'bank', 'figures', 'flops', 'validation', 'text', 'perf', 'progress',
-     'reproduction.stages', 'reproduction.paper', 'reproduction.statistics'),
+     'reproduction.stages', 'reproduction.paper', 'reproduction.statistics',
+     'reproduction.children'),
     ('data', 'nets', 'workdir', 'outputs', 'tasks.base', 'reproduction.report',
      'reproduction.tables'),
     ('generators', 'trained_run', 'run_record', 'summaries', 'digits_eval', 'evaluation.features',

@@ -123,9 +123,14 @@ def test_imported_workdir_restores_the_release_networks(tmp_path, name, generato
   assert_reproduces(generator, lambda x: run.model.generator(x, training=False))
   if config.experiment == 'joint':
     assert run.config.generator.path == os.path.abspath(os.path.join(workdir, 'generator'))
+  # The same import again finds it done; another import into it is refused.
+  before = sorted(os.listdir(workdir))
+  release_import.import_release(config, workdir, release_path('hat32'),
+                                **{kind: release_path(generator)})
+  assert sorted(os.listdir(workdir)) == before
   with pytest.raises(ValueError, match='already holds a checkpoint'):
     release_import.import_release(config, workdir, release_path('hat32'),
-                                  **{kind: release_path(generator)})
+                                  **{kind: release_path(generator)}, step=7)
 
 
 def test_a_failed_joint_import_writes_nothing(tmp_path):
@@ -134,6 +139,47 @@ def test_a_failed_joint_import_writes_nothing(tmp_path):
     release_import.import_release(config, str(tmp_path / 'run'), release_path('hat64'),
                                   decoder=release_path('decoder32'))
   assert not os.path.exists(tmp_path / 'run')
+
+
+class Killed(BaseException):
+  """A kill at that moment (nothing after it runs)."""
+
+
+@pytest.mark.parametrize('moment', ['writing the generator', 'between the two renames'])
+def test_interrupted_import_leaves_no_partial_workdir_and_the_same_command_finishes(
+    tmp_path, monkeypatch, moment):
+  """The reproduction's import: the hat in one workdir, the SN-GAN in a sibling one."""
+  config = small('cifar10_refine', z_dim=16, out_factor=2.0)
+  workdir, gan = str(tmp_path / 'release_refinement'), str(tmp_path / 'sngan_release')
+  args = (config, workdir, release_path('hat32'))
+  kwargs = dict(generator=release_path('gen32'), generator_workdir=gan)
+  write, move = release_import._write_workdir, release_import._move_in
+
+  def killed_write(path, *a):
+    write(path, *a)
+    raise Killed()
+
+  def killed_second_move(staging, target):
+    if os.path.exists(workdir):
+      raise Killed()
+    move(staging, target)
+
+  if moment == 'writing the generator':
+    monkeypatch.setattr(release_import, '_write_workdir', killed_write)
+  else:
+    monkeypatch.setattr(release_import, '_move_in', killed_second_move)
+  with pytest.raises(Killed):
+    release_import.import_release(*args, **kwargs)
+  # No partial workdir: each is absent or complete (a checkpoint), never half-written.
+  assert not os.path.exists(gan)
+  assert os.path.exists(workdir) == (moment == 'between the two renames')
+  monkeypatch.undo()
+  release_import.import_release(*args, **kwargs)
+  assert sorted(os.listdir(tmp_path)) == ['release_refinement', 'sngan_release']  # no staging
+  run = trained_run.load_run(workdir)
+  assert run.config.generator.path == gan
+  assert_reproduces('hat32', run.model.hat)
+  assert_reproduces('gen32', lambda x: run.model.generator(x, training=False))
 
 
 def test_command_line_error_is_one_line(tmp_path):

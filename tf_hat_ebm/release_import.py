@@ -11,6 +11,7 @@ norms keep their initial statistics 0 / 1 with epsilon 1e-3 (as ours).
 `import_release` writes a workdir that `trained_run.load_run` (and so sample.py, evaluate_fid.py,
 evaluate_ood.py, export.py) restores: config.json plus a checkpoint of the run's inference model.
 """
+import json
 import os
 from typing import Literal, Optional
 
@@ -111,19 +112,64 @@ def load_release_weights(model, path):
 
 
 # ---- workdirs ----------------------------------------------------------------------------------
-def _check_new(workdir):
+# Each imported workdir records what it was imported from; a rerun of the same import after a kill
+# keeps a workdir so recorded (it is complete: a workdir only appears once complete).
+RECORD = 'import.json'
+
+
+def _request(config, step, files):
+  """What identifies an import: the config, the step and the release files (absolute)."""
+  return dict(config=json.loads(config.to_json_best_effort()), step=step,
+              files={k: os.path.abspath(v) for k, v in files.items() if v})
+
+
+def _imported(workdir, request):
+  """True when `workdir` is this very import, finished earlier; raises when it holds another
+  run; False when there is nothing (or an empty directory) to replace."""
+  if not tf.io.gfile.exists(workdir):
+    return False
+  try:
+    with tf.io.gfile.GFile(os.path.join(workdir, RECORD)) as f:
+      done = json.load(f) == request
+  except (tf.errors.OpError, ValueError):
+    done = False
   if tf.train.latest_checkpoint(os.path.join(workdir, 'checkpoints')):
+    if done:
+      return True
     raise ValueError(f'workdir {workdir} already holds a checkpoint; import into a new --workdir')
+  if tf.io.gfile.listdir(workdir):
+    raise ValueError(f'workdir {workdir} is not empty; import into a new --workdir')
+  return False
 
 
-def _write_workdir(workdir, config, step, items):
-  """config.json and checkpoints/ckpt-<step> of `items`, as the trainer writes them."""
+def _staging(workdir):
+  """A fresh staging directory beside `workdir` (a killed import's leftover removed)."""
+  parent, name = os.path.split(os.path.normpath(workdir))
+  staging = os.path.join(parent, f'.{name}.import-staging')
+  if tf.io.gfile.exists(staging):
+    tf.io.gfile.rmtree(staging)
+  return staging
+
+
+def _write_workdir(workdir, config, step, items, request):
+  """config.json, checkpoints/ckpt-<step> of `items` (as the trainer writes them) and the import's
+  record, in `workdir` (a staging directory)."""
   tf.io.gfile.makedirs(workdir)
   with tf.io.gfile.GFile(os.path.join(workdir, 'config.json'), 'w') as f:
     f.write(config.to_json_best_effort(indent=2))
   checkpoint = tf.train.Checkpoint(step=tf.Variable(step, dtype=tf.int64, trainable=False), **items)
   tf.train.CheckpointManager(checkpoint, os.path.join(workdir, 'checkpoints'),
                              max_to_keep=1).save(checkpoint_number=step)
+  with tf.io.gfile.GFile(os.path.join(workdir, RECORD), 'w') as f:
+    json.dump(request, f, indent=2)
+
+
+def _move_in(staging, workdir):
+  """Puts the complete `staging` at `workdir` in one rename (an empty directory there goes)."""
+  if tf.io.gfile.isdir(workdir):
+    tf.io.gfile.rmtree(workdir)  # empty (_imported)
+  tf.io.gfile.makedirs(os.path.dirname(os.path.normpath(workdir)) or '.')
+  tf.io.gfile.rename(staging, workdir)
 
 
 def _require(path, flag, what):
@@ -174,7 +220,8 @@ def import_release(config, workdir, hat, generator=None, decoder=None, encoder=N
   workdir, the generator (refinement) or decoder (retrofit) into `generator_workdir` (default
   <workdir>/generator), which the written config.generator.path names. The step recorded is
   `step` (default: the config's training.num_steps). Every network is loaded and checked before
-  anything is written.
+  anything is written; each workdir is written beside its place and renamed into it complete, so
+  an interrupted import leaves no partial workdir, and the same command finishes it.
   """
   _require(hat, 'hat', 'every import')
   step = int(config.training.num_steps if step is None else step)
@@ -182,11 +229,21 @@ def import_release(config, workdir, hat, generator=None, decoder=None, encoder=N
   if release is None:
     raise ValueError(f'config.experiment {config.experiment!r}: the release publishes synthesis, '
                      'refinement and retrofit models only')
-  _check_new(workdir)
-  config, model = dict(conditional=_conditional, joint=_joint)[release](
-      config, step, hat, generator=generator, decoder=decoder, encoder=encoder,
-      generator_workdir=generator_workdir or os.path.join(workdir, 'generator'))
-  _write_workdir(workdir, config, step, model.checkpoint_items())
+  request = _request(config, step, dict(hat=hat, generator=generator, decoder=decoder,
+                                        encoder=encoder))
+  if release == 'conditional':
+    if not _imported(workdir, request):
+      config, model = _conditional(config, hat, generator)
+      staging = _staging(workdir)
+      _write_workdir(staging, config, step, model.checkpoint_items(), request)
+      _move_in(staging, workdir)
+    return workdir
+  generator_workdir = generator_workdir or os.path.join(workdir, 'generator')
+  if os.path.abspath(generator_workdir) == os.path.abspath(workdir):
+    raise ValueError(f'--generator_workdir={generator_workdir} is the --workdir: give the '
+                     'generator its own directory')
+  request['generator_workdir'] = os.path.abspath(generator_workdir)
+  _joint(config, step, hat, request, workdir, generator, decoder, encoder, generator_workdir)
   return workdir
 
 
@@ -197,9 +254,8 @@ def import_command(config, workdir, hat, generator=None, decoder=None, encoder=N
                                   generator_workdir, step))
 
 
-def _conditional(config, step, hat, generator=None, **unused):
+def _conditional(config, hat, generator):
   """(config, inference model) of a synthesis run holding the release's H and G."""
-  del step, unused
   _require(generator, 'generator', 'a synthesis config')
   model = registry.for_config(config).inference_model(config)
   load_release_weights(model.hat, hat)
@@ -207,16 +263,35 @@ def _conditional(config, step, hat, generator=None, **unused):
   return config, model
 
 
-def _joint(config, step, hat, generator=None, decoder=None, encoder=None, generator_workdir=None):
-  """(config, inference model) of a joint run holding the release's H; its generator (refinement)
-  or decoder (retrofit) is written to `generator_workdir` first."""
-  _check_new(generator_workdir)
+def _joint(config, step, hat, request, workdir, generator, decoder, encoder, generator_workdir):
+  """Writes the release's H in `workdir` and its generator (refinement) or decoder (retrofit) in
+  `generator_workdir`. When the latter lies inside the former both appear in one rename;
+  otherwise the hat's workdir is moved in first, the generator's last (a rerun keeps either once
+  complete)."""
+  inside = os.path.relpath(os.path.abspath(generator_workdir), os.path.abspath(workdir))
+  nested = not inside.startswith(os.pardir) and inside != os.curdir
+  hat_done = _imported(workdir, request)
+  gen_done = hat_done if nested else _imported(generator_workdir, request)
+  if hat_done and gen_done:
+    return
   config, gen_config, gen_items = _joint_generator(config, generator, decoder, encoder,
                                                    generator_workdir)
   data = config.data
   hat_model = load_release_weights(
       nets.make_hat(config.model, data.image_size, data.channels), hat)
-  _write_workdir(generator_workdir, gen_config, step, gen_items)
-  model = registry.for_config(config).inference_model(config)  # loads the generator just written
-  model.hat.set_weights(hat_model.get_weights())
-  return config, model
+  staging = None if hat_done else _staging(workdir)
+  gen_staging = (os.path.join(staging, inside) if nested else
+                 None if gen_done else _staging(generator_workdir))
+  if gen_staging:
+    _write_workdir(gen_staging, gen_config, step, gen_items, request)
+  if staging:
+    # The hat's model loads the generator from where it is now (staged or in place); its
+    # config.json names where it will be.
+    here = ml_collections.ConfigDict(config.to_dict())
+    here.generator.path = os.path.abspath(gen_staging or generator_workdir)
+    model = registry.for_config(config).inference_model(here)
+    model.hat.set_weights(hat_model.get_weights())
+    _write_workdir(staging, config, step, model.checkpoint_items(), request)
+    _move_in(staging, workdir)
+  if gen_staging and not nested:
+    _move_in(gen_staging, generator_workdir)

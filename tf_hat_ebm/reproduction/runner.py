@@ -25,6 +25,7 @@ from tf_hat_ebm import checkpoints
 from tf_hat_ebm import cli
 from tf_hat_ebm import run_lib
 from tf_hat_ebm import workdir as workdir_lib
+from tf_hat_ebm.reproduction import children as children_lib
 from tf_hat_ebm.reproduction import stages as stages_lib
 from tf_hat_ebm.reproduction.report import hms
 
@@ -170,7 +171,9 @@ class Runner:
     with self.lock:  # with stop(): a child starts before it (and is stopped) or not at all
       if self.stopping:
         return -signal.SIGTERM
-      proc = subprocess.Popen(argv, cwd=self.out, stdout=log, stderr=subprocess.STDOUT, env=env)
+      # Started and waited for in this thread: it dies with the runner even on a SIGKILL.
+      proc = children_lib.Child(argv, cwd=self.out, stdout=log, stderr=subprocess.STDOUT,
+                                env=env)
       self.children.add(proc)
     try:
       return proc.wait()
