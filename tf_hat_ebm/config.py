@@ -106,6 +106,12 @@ def _common(kind):
   guard.growth_factor = 1e3          # x the median of the last `window` quiet steps (0: off)
   guard.window = 250                 # steps
   guard.warmup = 250                 # steps watched before the growth test starts
+  # Trend: |m| doubling faster than every max_doubling steps (log-linear fit over trend_window
+  # steps) while over min_rise x its early level (median of the first `early` steps; 0: off).
+  guard.trend_window = 200           # steps
+  guard.max_doubling = 100.0         # steps
+  guard.min_rise = 10.0
+  guard.early = 100                  # steps
   guard.patience = 3                 # suspicious chunks in a row before it fires
 
   config.optim = optim = ml_collections.ConfigDict()
