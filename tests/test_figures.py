@@ -156,3 +156,21 @@ def test_evaluate_ood_writes_a_histogram_png_and_logs_to_tensorboard(run):
       'eval/energy_uniform_noise', 'eval/energy_digits_test'}
   scalars = summaries.read_scalars(os.path.join(workdir, 'tensorboard'))
   assert 0 <= scalars['eval/ood_auroc_uniform_noise'][0][1] <= 1
+
+
+def test_historical_figure_shows_the_four_arms_in_the_papers_order(tmp_path):
+  rng = np.random.default_rng(0)
+  samples = {arm: rng.uniform(-1, 1, [4, 8, 8, 1]) for arm in
+             ('bank', 'current', 'cooperative_bn', 'cooperative')}
+  out = str(tmp_path / 'historical.png')
+  meta = figures.historical_figure(samples, out)
+  assert meta['labels'] == ['Coop. (no batch norm)', 'Coop. (batch norm)', 'Hat EBM (current)',
+                            'Hat EBM (historical)']
+  assert meta['title'] == 'Samples after 500 weight updates' and os.path.getsize(out) > 0
+  del samples['cooperative']
+  meta = figures.historical_figure(samples, None, updates=300)
+  # (the title is cut in the middle to fit three small panels)
+  assert meta['title'].startswith('Samples after 300 ') and meta['title'].endswith('batch norm))')
+  assert len(meta['labels']) == 3
+  with pytest.raises(ValueError, match='not \\[.hybrid.\\]'):
+    figures.historical_figure({'hybrid': samples['bank']})

@@ -161,7 +161,9 @@ def synthesis_defaults():
   training.data_eps = 1e-3
   training.bank_size = 10_000
   training.gen_loss_factor = 1000.0
-  training.generator_update = 'bank'  # 'bank' (historical, the paper) or 'current' (ablation)
+  # 'bank' (historical, the paper), 'current' (ablation), 'cooperative' / 'cooperative_bn'
+  # (cooperative learning without / with batch norm in the generator; tasks/synthesis.py)
+  training.generator_update = 'bank'
   _network_optim(config.optim, 'hat', 1e-4)
   _network_optim(config.optim, 'gen', 1e-4)
   perf = _perf(config).perf
