@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from tf_hat_ebm.tasks.autoencoder import AutoencoderTask
 from tf_hat_ebm import registry
-from tf_hat_ebm.guard import RunawayGuard, doubling_steps
+from tf_hat_ebm.guard import RunawayGuard, doubling_steps, replay
 from tf_hat_ebm.tasks.sngan import SNGANTask
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.actions import RunawayError
@@ -213,3 +213,12 @@ def test_guard_is_quiet_on_a_healthy_run(tmp_path):
   trainer.train(40)
   assert trainer.guard.runaway.watching and len(counts) == 8 and max(counts) == 0
   assert tf.train.latest_checkpoint(str(tmp_path / 'checkpoints')).endswith('ckpt-40')
+
+
+def test_replay_of_logged_curves():
+  runaway = {'energy_diff': [(s, -0.1) for s in range(50, 1000, 50)],
+             'hat_grad_norm': [(s, 400 * 2 ** (s / 40)) for s in range(50, 1000, 50)]}
+  step, reason = replay(guard_config(), runaway)
+  assert step == 350 and reason.startswith('hat_grad_norm')  # every 50 steps: 250, 300, 350
+  healthy = dict(runaway, hat_grad_norm=[(s, 400 * 2 ** (s / 500)) for s in range(50, 1000, 50)])
+  assert replay(guard_config(), healthy) is None

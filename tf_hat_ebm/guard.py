@@ -122,6 +122,21 @@ def doubling_steps(points):
   return math.log(2) / slope if slope > 0 else math.inf
 
 
+def replay(guard_cfg, series):
+  """(step, reason) at which the guard would have tripped on logged curves, or None: series
+  {metric: [(step, value)]} (e.g. a run's TensorBoard scalars), fed as chunks at the steps where
+  every watched metric was logged."""
+  guard = RunawayGuard(guard_cfg, series)
+  names = [m for m in ('energy_diff', *guard.growth) if m in series]
+  values = {m: dict(series[m]) for m in names}
+  steps = sorted(set.intersection(*(set(v) for v in values.values()))) if names else []
+  for step in steps:
+    guard.update(step, {m: values[m][step] for m in names})
+    if guard.tripped:
+      return step, guard.reason
+  return None
+
+
 def resolve_action(training_cfg):
   """'auto' rolls back when training.rollback_on_divergence allows it, else stops."""
   action = training_cfg.guard.action
