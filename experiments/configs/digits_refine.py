@@ -24,8 +24,8 @@ def get_config():
     chain, scale = config[name], math.sqrt(paper_k / K)
     chain.update(steps=K, step_size=1e-4 * scale, latent_step_size=5e-3 * scale,
                  prior_sigma=0.25, max_drift=2.5)
-  # DDLS's best of a sweep on the digits (step size 0.03-0.3, 25-300 steps; docs/experiments.md)
-  config.ddls.update(steps=100, step_size=0.1)
+  # DDLS: the best of a sweep on the digits (eps 0.03-0.3, 25-300 steps; docs/experiments.md)
+  config.ddls.update(steps=300, step_size=0.2)
   config.training.update(log_every=50)
   config.optim.hat_lr = 1e-5
   return config
