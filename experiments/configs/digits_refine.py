@@ -4,7 +4,7 @@
 The paper's CIFAR-10 refinement (hat lr 1e-5, T 1e-3, prior sigma 0.25, drift clip 2.5) with its
 Langevin time per chain: K = 20 instead of 250 (training) and 350 (sampling), so each step size is
 the paper's times sqrt(K_paper / K) and K eps^2 / 2 stays the paper's. Runs of batch 32 (paper 128).
-Expected: Hat EBM FID ~8 against the SN-GAN's ~32 and DDLS's ~29 (seed 0, docs/results.md).
+Expected: Hat EBM FID ~8 against the SN-GAN's ~30-32 and DDLS's ~27-29 (seed 0, docs/results.md).
 Cost: ~35 min alone on 2 CPU cores, ~60 min beside other jobs. Settings: docs/digits_settings.md.
 """
 import math
