@@ -196,3 +196,21 @@ def test_generator_panels_say_when_values_outside_the_image_range_are_clipped():
   assert 'outside [-1, 1], shown clipped' in meta['labels'][0]
   inside = figures.grid_figure([('G(Z)', np.clip(g_z, -1, 1), 'image')], 'G', None)
   assert 'clipped' not in inside['labels'][0]
+
+
+def test_historical_figure_shows_the_four_arms_in_the_papers_order(tmp_path):
+  rng = np.random.default_rng(0)
+  samples = {arm: rng.uniform(-1, 1, [4, 8, 8, 1]) for arm in
+             ('bank', 'current', 'cooperative_bn', 'cooperative')}
+  out = str(tmp_path / 'historical.png')
+  meta = figures.historical_figure(samples, out)
+  assert meta['labels'] == ['Coop. (no batch norm)', 'Coop. (batch norm)', 'Hat EBM (current)',
+                            'Hat EBM (historical)']
+  assert meta['title'] == 'Samples after 500 weight updates' and os.path.getsize(out) > 0
+  del samples['cooperative']
+  meta = figures.historical_figure(samples, None, updates=300)
+  # (the title is cut in the middle to fit three small panels)
+  assert meta['title'].startswith('Samples after 300 ') and meta['title'].endswith('batch norm))')
+  assert len(meta['labels']) == 3
+  with pytest.raises(ValueError, match='not \\[.hybrid.\\]'):
+    figures.historical_figure({'hybrid': samples['bank']})

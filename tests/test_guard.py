@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from tf_hat_ebm.tasks.autoencoder import AutoencoderTask
 from tf_hat_ebm import registry
-from tf_hat_ebm.guard import RunawayGuard
+from tf_hat_ebm.guard import RunawayGuard, doubling_steps, replay
 from tf_hat_ebm.tasks.sngan import SNGANTask
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.actions import RunawayError
@@ -50,11 +50,51 @@ def test_growth_fires_after_warmup_on_a_gradient_norm_running_away():
   # |energy_diff| inside the band; hat_grad_norm x10 per chunk from step 310 on
   chunks = [(0.5, 1.0)] * 30 + [(0.5, 10.0 ** k) for k in range(1, 10)]
   # 10, 100, 1000 (not > 1000 x 1), then 1e4 (1), 1e5 (2), 1e6 (3): step 360
-  assert first_trip(RunawayGuard(guard_config(), NAMES), chunks) == 360
-  assert first_trip(RunawayGuard(guard_config(growth_factor=0), NAMES), chunks) is None
+  assert first_trip(RunawayGuard(guard_config(trend_window=0), NAMES), chunks) == 360
+  assert first_trip(RunawayGuard(guard_config(growth_factor=0, trend_window=0), NAMES),
+                    chunks) is None
   # before the warm-up the growth test is not made
   early = [(0.5, 1.0)] * 3 + [(0.5, 10.0 ** k) for k in range(1, 10)]
-  assert first_trip(RunawayGuard(guard_config(), NAMES), early) is None
+  assert first_trip(RunawayGuard(guard_config(trend_window=0), NAMES), early) is None
+
+
+def geometric(start, level, doubling, end=6000, every=10):
+  """hat_grad_norm `level` up to step `start`, then doubling every `doubling` steps."""
+  return [(0.5, level * 2 ** (max(s - start, 0) / doubling)) for s in range(every, end, every)]
+
+
+def test_trend_catches_geometric_growth_long_before_the_band():
+  # The shipped digits refinement at hat lr 1e-4: ~400 at first, doubling every 40 steps from 50
+  guard = RunawayGuard(guard_config(), NAMES)
+  step = first_trip(guard, geometric(50, 400.0, 40))
+  # 10x its early level (the median of steps 10-100: ~480) at step ~190; three chunks later
+  assert 190 <= step <= 250
+  assert guard.reason.startswith('hat_grad_norm ') and 'doubles every 4' in guard.reason
+  assert first_trip(RunawayGuard(guard_config(max_doubling=0), NAMES),
+                    geometric(50, 400.0, 40, end=600)) is None  # off: the old tests alone
+  # The same growth from a later start (a run that was healthy for 1,000 steps) is caught too
+  assert 1130 <= first_trip(RunawayGuard(guard_config(), NAMES), geometric(1000, 400.0, 40)) <= 1250
+
+
+def test_trend_is_silent_on_slow_growth_and_oscillation():
+  rng = random.Random(0)
+  # the paper-recipe refinement: doubling every ~500 steps, x4,000 over 6,000 steps, noisy
+  slow = [(0.5, v * math.exp(rng.gauss(0, 0.3))) for _, v in geometric(0, 400.0, 500)]
+  assert first_trip(RunawayGuard(guard_config(), NAMES), slow) is None
+  # noisy oscillation by x3 either way with a period of 100 steps (half the fit's window),
+  # around a level that rises to 20x the early one over 1,000 steps
+  wave = [(0.5, 20 ** min(s / 1000, 1) * 3 ** math.sin(2 * math.pi * s / 100) *
+           math.exp(rng.gauss(0, 0.3))) for s in range(10, 6000, 10)]
+  assert first_trip(RunawayGuard(guard_config(), NAMES), wave) is None
+  # a fast rise that stops below min_rise x the early level
+  capped = [(0.5, min(v, 9.0)) for _, v in geometric(300, 1.0, 20)]
+  assert first_trip(RunawayGuard(guard_config(), NAMES), capped) is None
+
+
+def test_doubling_steps():
+  assert doubling_steps([(s, 3 * 2 ** (s / 40)) for s in range(0, 200, 10)]) == pytest.approx(40)
+  assert doubling_steps([(s, 5.0) for s in range(0, 200, 10)]) == math.inf
+  assert doubling_steps([(s, 2 ** (-s / 40)) for s in range(0, 200, 10)]) == math.inf
 
 
 def test_a_digits_like_runaway_trips_within_300_steps():
@@ -125,6 +165,7 @@ def test_guard_stops_a_runaway_and_saves_nothing_while_counting(tmp_path):
                      r'.*ckpt-10; lower optim.hat_lr'):
     trainer.train(40)
   assert sorted(saved) == [2, 4, 6, 8, 10]
+  assert os.path.getsize(tmp_path / 'training_curves.png') > 0  # a stopped run shows its curves
   assert not [p for p in os.listdir(tmp_path / 'checkpoints') if p.startswith(('ckpt-12',
                                                                                'ckpt-14'))]
 
@@ -172,3 +213,12 @@ def test_guard_is_quiet_on_a_healthy_run(tmp_path):
   trainer.train(40)
   assert trainer.guard.runaway.watching and len(counts) == 8 and max(counts) == 0
   assert tf.train.latest_checkpoint(str(tmp_path / 'checkpoints')).endswith('ckpt-40')
+
+
+def test_replay_of_logged_curves():
+  runaway = {'energy_diff': [(s, -0.1) for s in range(50, 1000, 50)],
+             'hat_grad_norm': [(s, 400 * 2 ** (s / 40)) for s in range(50, 1000, 50)]}
+  step, reason = replay(guard_config(), runaway)
+  assert step == 350 and reason.startswith('hat_grad_norm')  # every 50 steps: 250, 300, 350
+  healthy = dict(runaway, hat_grad_norm=[(s, 400 * 2 ** (s / 500)) for s in range(50, 1000, 50)])
+  assert replay(guard_config(), healthy) is None

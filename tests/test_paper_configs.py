@@ -86,3 +86,13 @@ def test_evaluation_chains_are_the_release_fid_chains(name):
   got = (s.steps, s.step_size, s.get('latent_step_size'), s.temperature, s.prior_sigma,
          s.init_scale, s.max_drift)
   assert got == SAMPLING[name]
+
+
+def test_digits_refine_keeps_the_papers_rate_and_langevin_time_per_chain():
+  digits, paper = load('digits_refine'), load('cifar10_refine')
+  assert digits.optim.hat_lr == paper.optim.hat_lr == 1e-5
+  for chain in ('langevin', 'sampling'):
+    d, p = digits[chain], paper[chain]
+    assert d.steps < p.steps
+    for eps in ('step_size', 'latent_step_size'):  # K eps^2 / 2
+      assert d.steps * d[eps] ** 2 == pytest.approx(p.steps * p[eps] ** 2), (chain, eps)

@@ -79,9 +79,10 @@ def moving_means(generator):
   return [v.numpy().copy() for v in generator.variables if 'moving_mean' in v.name]
 
 
-@pytest.mark.parametrize('update', ['current', 'cooperative'])
+@pytest.mark.parametrize('update', ['current', 'cooperative', 'cooperative_bn'])
 def test_current_samples_ablation_and_cooperative_baseline_run_without_bank(update, tmp_path):
-  """Both fit G to the current samples; only cooperative learning's G uses batch statistics."""
+  """All fit G to the current samples; only cooperative learning with batch norm's G uses batch
+  statistics."""
   config = tiny(**{'training.generator_update': update})
   strategy = tf.distribute.get_strategy()
   task = SynthesisTask(config, strategy)
@@ -90,7 +91,21 @@ def test_current_samples_ablation_and_cooperative_baseline_run_without_bank(upda
   metrics = Trainer(task, config, str(tmp_path), strategy, verbose=False).train(2)
   assert np.isfinite(metrics['gen_loss'])
   moved = [not np.array_equal(a, b) for a, b in zip(before, moving_means(task.generator))]
-  assert before and all(moved) == (update == 'cooperative') and any(moved) == all(moved)
+  assert before and all(moved) == (update == 'cooperative_bn') and any(moved) == all(moved)
+
+
+@pytest.mark.parametrize('recompute', [False, True])
+def test_cooperative_bn_chain_starts_from_the_generator_in_its_fitting_mode(recompute):
+  """Coop (BN): G(Z) at the chain's start with batch statistics, as in the generator's fit."""
+  config = tiny(**{'training.generator_update': 'cooperative_bn',
+                   'perf.recompute_generator': recompute})
+  task = SynthesisTask(config, tf.distribute.get_strategy())
+  z = tf.random.normal([8, *task.generator.latent_shape])
+  _, _, g_z, _ = task.chain(task.rng, 8, task.settings, z0=z)
+  batch_mode = task.generator(z, training=True).numpy()
+  moving = task.generator(z, training=False).numpy()
+  assert np.abs(batch_mode - moving).max() > 1e-2  # the two modes differ at these weights
+  np.testing.assert_allclose(g_z.numpy(), batch_mode, atol=1e-5)
 
 
 def test_divergence_stops_before_any_checkpoint_of_that_state(tmp_path):

@@ -109,6 +109,12 @@ def _common(kind):
   guard.growth_factor = 1e3          # x the median of the last `window` quiet steps (0: off)
   guard.window = 250                 # steps
   guard.warmup = 250                 # steps watched before the growth test starts
+  # Trend: |m| doubling faster than every max_doubling steps (log-linear fit over trend_window
+  # steps) while over min_rise x its early level (median of the first `early` steps; 0: off).
+  guard.trend_window = 200           # steps
+  guard.max_doubling = 100.0         # steps
+  guard.min_rise = 10.0
+  guard.early = 100                  # steps
   guard.patience = 3                 # suspicious chunks in a row before it fires
 
   config.optim = optim = ml_collections.ConfigDict()
@@ -161,7 +167,9 @@ def synthesis_defaults():
   training.data_eps = 1e-3
   training.bank_size = 10_000
   training.gen_loss_factor = 1000.0
-  training.generator_update = 'bank'  # 'bank' (historical, the paper) or 'current' (ablation)
+  # 'bank' (historical, the paper), 'current' (ablation), 'cooperative' / 'cooperative_bn'
+  # (cooperative learning without / with batch norm in the generator; tasks/synthesis.py)
+  training.generator_update = 'bank'
   _network_optim(config.optim, 'hat', 1e-4)
   _network_optim(config.optim, 'gen', 1e-4)
   perf = _perf(config).perf

@@ -182,6 +182,30 @@ def clip_note(fraction):
   return f'   ({100 * fraction:.2g}% of values outside [-1, 1], shown clipped)'
 
 
+# The arms of the paper's historical-generator-update figure (appendix), by
+# training.generator_update, left to right, with the paper's captions.
+HISTORICAL_ARMS = (('cooperative', 'Coop. (no batch norm)'),
+                   ('cooperative_bn', 'Coop. (batch norm)'),
+                   ('current', 'Hat EBM (current)'), ('bank', 'Hat EBM (historical)'))
+
+
+def historical_figure(samples, path=None, updates=500, columns=None):
+  """The paper's historical-generator-update figure: samples of the four arms after `updates`
+  weight updates side by side. samples: {training.generator_update: images [n, h, w, c] in
+  [-1, 1]} with the keys of HISTORICAL_ARMS (an arm that is missing, e.g. a failed run, is left
+  out and named in the title). Returns grid_figure's metadata."""
+  unknown = sorted(set(samples) - {arm for arm, _ in HISTORICAL_ARMS})
+  if unknown or not samples:
+    raise ValueError(f'historical_figure takes samples of {[a for a, _ in HISTORICAL_ARMS]}, '
+                     f'not {unknown or "none"}')
+  missing = [label for arm, label in HISTORICAL_ARMS if arm not in samples]
+  title = f'Samples after {updates} weight updates'
+  if missing:
+    title += f' (no samples: {", ".join(missing)})'
+  return grid_figure([(label, samples[arm], 'image') for arm, label in HISTORICAL_ARMS
+                      if arm in samples], title, path, columns)
+
+
 def path_figure(path, title, out=None, energies=None, num_chains=4):
   """The Langevin chain as columns of chain steps: per chain a row X and a row Y, and G(Z) once
   (left) where Z is fixed or as a row per step where the chain moves Z; the mean energy H(X)

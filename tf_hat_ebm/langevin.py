@@ -177,23 +177,26 @@ def initial_latent(generator, rng, settings, batch_size=None, z0=None):
   return project_to_sphere(z) if settings.latent_sphere else z
 
 
-def sample(hat, generator, rng, settings, batch_size=None, z0=None, generator_fn=None):
+def sample(hat, generator, rng, settings, batch_size=None, z0=None, generator_fn=None,
+           generator_training=False):
   """The chain `settings` describes, from Z0 ~ N(0, I) (or z0): (Z_K, Y_K, G(Z_K), diagnostics).
 
   Conditional (Z fixed, G(Z) computed once; `generator_fn` recomputes it per step, the release's
   baseline) or joint. Training, grids, evaluation and the exported model all sample through here.
+  generator_training: the conditional start G(Z) with batch statistics (cooperative learning with
+  batch norm, whose generator is fitted in that mode), not the moving ones.
   """
   if settings.joint:
     return sample_joint(hat, generator, rng, settings, batch_size=batch_size, z0=z0)
-  z, g_z, y0 = conditional_start(generator, rng, settings, batch_size, z0)
+  z, g_z, y0 = conditional_start(generator, rng, settings, batch_size, z0, generator_training)
   y, diagnostics = sample_conditional(hat, g_z, rng, settings, y0=y0, generator_fn=generator_fn)
   return z, y, g_z, diagnostics
 
 
-def conditional_start(generator, rng, settings, batch_size=None, z0=None):
+def conditional_start(generator, rng, settings, batch_size=None, z0=None, training=False):
   """(Z0, G(Z0), Y0) of the conditional chain: G(Z) once per chain, since Z stays fixed."""
   z = initial_latent(generator, rng, settings, batch_size, z0)
-  g_z = tf.cast(generator(z), tf.float32)
+  g_z = tf.cast(generator(z, training=training) if training else generator(z), tf.float32)
   return z, g_z, initial_residual(rng, tf.shape(g_z), settings)
 
 

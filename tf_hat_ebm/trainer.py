@@ -200,6 +200,7 @@ class Trainer:
               action(chunk)
           except DivergenceError as e:
             if not self.guard.rollback(e):
+              self.report.finish(step)  # the curves of a stopped run show what the guard saw
               raise
             step = int(self.step.numpy())
         if signals.stop_requested and step < end:

@@ -232,9 +232,14 @@ def check_training(t, source=None):
   g = t.get('guard')
   if g is not None:
     _check_choice('training.guard.action', g.get('action'), guard_lib.ACTIONS, source)
-    for key, low in (('patience', 1), ('window', 1), ('warmup', 0)):
-      check_number(f'training.guard.{key}', g.get(key), low, MAX_STEPS, integer=True,
-                   source=source)
+    for key, low in (('patience', 1), ('window', 1), ('warmup', 0), ('trend_window', 0),
+                     ('early', 0)):
+      if key in g or key in ('patience', 'window', 'warmup'):  # trend fields: newer configs
+        check_number(f'training.guard.{key}', g.get(key), low, MAX_STEPS, integer=True,
+                     source=source)
+    for key in ('max_doubling', 'min_rise'):
+      if key in g:
+        check_number(f'training.guard.{key}', g.get(key), 0, MAX_SCALE, source=source)
     check_number('training.guard.max_abs_energy_diff', g.get('max_abs_energy_diff'), 0,
                  source=source)
     growth = g.get('growth_factor')

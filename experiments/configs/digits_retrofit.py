@@ -1,9 +1,13 @@
-"""Retrofit of the digits autoencoder's decoder (digits_autoencoder.py), minutes on 2 CPU cores.
+"""Retrofit of the digits autoencoder's decoder (digits_autoencoder.py).
 
   python experiments/train_autoencoder.py && python experiments/train_retrofit.py
-Expected: Hat EBM FID 9.6-13.6 over 3 seeds, the decoder of N(0, I) latents ~200. K = 20 with
-larger steps than the paper's K = 100 so the chain reaches the encoder's latents; Z stays on the
-decoder's sphere, the only latents it was trained on (docs/experiments.md).
+The paper's CIFAR-10 retrofit (hat lr 1e-4, T 1e-3, prior sigma 0.1, from Z0 ~ N(0, I)) with
+K = 20 and 800 steps of batch 32. The chain has ~10x the paper's Langevin time in Z (and 0.4x in
+Y): the encoder's latents sit ~10 from Z0, and with the paper's Langevin time (eps x sqrt(100/20))
+the hat ran away (lr 1e-4: guard at step 130; lr 1e-5: energy_diff doubling every ~90 steps).
+Z stays on the decoder's sphere, the only latents it was trained on.
+Expected: Hat EBM FID 9.6-13.6 over 3 seeds against the decoder of N(0, I) latents' ~200-234.
+Cost: ~12 min alone, 25-30 min beside other jobs. Settings: docs/digits_settings.md.
 """
 from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import registry

@@ -6,10 +6,13 @@ Per training step, on every replica:
               theta <- Adam(grad (mean H(X+) - mean H(X-)) / T)
   Generator:  B distinct bank entries (Z_i, X_i);  phi <- Adam(grad 1000 * mean (G(Z_i) - X_i)^2)
   Bank:       those B entries overwritten with this step's (Z, X-).
-training.generator_update 'current' (ablation) fits G to this step's (Z, X-) instead; 'cooperative'
-is the cooperative-learning baseline of the paper's appendix (Xie et al.'s CoopNets as released,
-with Z0 in place of an inferred Z_K): the same fit to the current samples, by a generator that
-normalises with batch statistics (the paper: batch norm is what keeps it from collapsing).
+training.generator_update 'current' (ablation) fits G to this step's (Z, X-) instead. The
+cooperative-learning arms of the paper's appendix ("Historical Generator Update"; Xie et al.'s
+CoopNets, with Z0 in place of an inferred Z_K) make the same fit to the current samples:
+'cooperative' without batch norm (the Hat EBM's generator, whose normalisation has the fixed
+statistics 0 / 1: the update of 'current'), 'cooperative_bn' with it: the generator normalises with
+batch statistics both where it starts the chain, G(Z), and where it is fitted (the paper: batch
+norm is what keeps cooperative learning from collapsing).
 """
 import ml_collections
 import tensorflow as tf
@@ -23,6 +26,7 @@ from tf_hat_ebm import validation
 from tf_hat_ebm.tasks import base
 
 GENERATOR_UPDATES = validation.GENERATOR_UPDATES
+BATCH_NORM_UPDATES = ('cooperative_bn',)  # the generator normalises with batch statistics
 
 
 def networks(config, strategy=None):
@@ -30,7 +34,7 @@ def networks(config, strategy=None):
   data = config.data
   precision, reason = nets.resolve_precision(config.perf.precision, strategy)
   gen_model = config.model
-  if config.training.get('generator_update') == 'cooperative':
+  if config.training.get('generator_update') in BATCH_NORM_UPDATES:
     gen_model = ml_collections.ConfigDict(dict(config.model.to_dict(), gen_batch_stats=True))
   hat, generator = nets.with_precision(precision, lambda: (
       nets.make_hat(config.model, data.image_size, data.channels),
@@ -84,10 +88,13 @@ class SynthesisTask(base.HatTask):
 
   def chain(self, rng, num, settings, z0=None):
     """The chain with the perf options: XLA, or the release's G(Z)-per-step baseline."""
+    batch_stats = self.config.training.generator_update in BATCH_NORM_UPDATES
+
     def run(z):
-      generator_fn = (lambda: self.generator(z)) if self.perf.recompute_generator else None
+      generator_fn = ((lambda: self.generator(z, training=batch_stats))
+                      if self.perf.recompute_generator else None)
       return langevin.sample(self.hat, self.generator, rng, settings, z0=z,
-                             generator_fn=generator_fn)
+                             generator_fn=generator_fn, generator_training=batch_stats)
 
     if self.perf.jit_sampler:
       run = tf.function(run, jit_compile=True)
@@ -106,7 +113,8 @@ class SynthesisTask(base.HatTask):
       z_target, x_target = self.bank.read(indices)
     else:  # ablation and cooperative learning: the generator follows the current samples only
       z_target, x_target = z, x_neg
-    batch_stats = tcfg.generator_update == 'cooperative'  # and updates its moving statistics
+    # Batch statistics in the fit as in the chain's start (and the moving statistics updated)
+    batch_stats = tcfg.generator_update in BATCH_NORM_UPDATES
 
     gen_value, gen_norm = learning.apply_gradients(
         self.optimizers['gen'],
