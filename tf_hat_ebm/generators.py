@@ -39,6 +39,8 @@ class FrozenGenerator(tf.Module):
     self.latent_shape = tuple(int(d) for d in latent_shape)
     self.low, self.high = float(output_range[0]), float(output_range[1])
     self._keras = keras
+    if not keras:  # a graph's variables are tracked here (tf.Module tracks lists of them)
+      self.graph_variables = list(getattr(model, 'variables', ()))
     # What G computes in: a Keras model's policy; a plain SavedModel function takes float32.
     self.compute_dtype = tf.as_dtype(getattr(model, 'compute_dtype', None) or tf.float32)
     if keras:
@@ -316,9 +318,25 @@ def _load_savedmodel(path):
     raise FileNotFoundError(f'cannot load a SavedModel from {path}: '
                             f'{str(e).strip().splitlines()[0]}') from e
   if hasattr(module, '__call__') and callable(module):
-    return module, False
+    return _Graph(module, module.__call__), False
   signature = module.signatures['serving_default']
-  return (lambda z: list(signature(z).values())[0]), False
+  return _Graph(lambda z: list(signature(z).values())[0], signature), False
+
+
+class _Graph:
+  """A loaded SavedModel's function with the variables its traced graphs capture, so that a
+  module holding the generator tracks (and an export saves) them."""
+
+  def __init__(self, fn, traced):
+    self._fn = fn
+    found = {}
+    for concrete in getattr(traced, 'concrete_functions', None) or [traced]:
+      for v in getattr(concrete, 'variables', ()):
+        found[id(v)] = v
+    self.variables = list(found.values())
+
+  def __call__(self, z):
+    return self._fn(z)
 
 
 def _load_factory(spec):
