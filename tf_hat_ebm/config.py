@@ -305,15 +305,22 @@ def sized(config, size=None):
   if size not in SIZES:
     raise ValueError(f'config size {size!r}: known sizes are {", ".join(SIZES)} (or none)')
   for path, value in SIZES[size].items():
-    *sections, name = path.split('.')
-    section = config
-    for key in sections:
-      section = section.get(key) if key in section else None
-      if section is None:
-        break
-    if section is not None and name in section:
+    section, name = field_parent(config, path)
+    if section is not None:
       section[name] = value
   return config
+
+
+def field_parent(config, path):
+  """(the section holding the dotted field `path`, its last name), or (None, name) when the
+  config has no such field."""
+  *sections, name = path.split('.')
+  section = config
+  for key in sections:
+    section = section.get(key) if key in section else None
+    if section is None:
+      return None, name
+  return (section, name) if name in section else (None, name)
 
 
 def retrofit(config, path):

@@ -103,13 +103,8 @@ def resolved_config(stage):
   except TypeError as e:  # a config whose get_config takes no size
     raise ValueError(f'{stage.config}: {cli.one_line(e)}') from None
   for key, value in stage.overrides.items():
-    *sections, name = key.split('.')
-    section = config
-    for part in sections:
-      section = section.get(part) if part in section else None
-      if section is None:
-        break
-    if section is None or name not in section:
+    section, name = config_lib.field_parent(config, key)
+    if section is None:
       raise ValueError(f'stage {stage.name}: {stage.config} has no field {key}')
     section[name] = value
   return config
