@@ -142,8 +142,10 @@ class RunawayTask(SynthesisTask):
     return out
 
 
-def runaway_trainer(workdir, **guard):
+def runaway_trainer(workdir, checkpoint_every=None, **guard):
   config = tiny(**{'training.max_rollbacks': 3})
+  if checkpoint_every:
+    config.training.checkpoint_every = checkpoint_every
   config.training.guard.update(guard)
   task = RunawayTask(config, STRATEGY)
   trainer = Trainer(task, config, str(workdir), STRATEGY, verbose=False)
@@ -162,7 +164,7 @@ def test_guard_stops_a_runaway_and_saves_nothing_while_counting(tmp_path):
   trainer, saved = runaway_trainer(tmp_path)
   with pytest.raises(RunawayError, match=r'runaway at step 16: \|energy_diff\| .* > training.guard'
                      r'.max_abs_energy_diff 100 for 3 checks in a row; last good checkpoint: '
-                     r'.*ckpt-10; lower optim.hat_lr'):
+                     r'.*ckpt-10; lower optim.hat_lr.*resume an older checkpoint'):
     trainer.train(40)
   assert sorted(saved) == [2, 4, 6, 8, 10]
   assert os.path.getsize(tmp_path / 'training_curves.png') > 0  # a stopped run shows its curves
@@ -222,3 +224,10 @@ def test_replay_of_logged_curves():
   assert step == 350 and reason.startswith('hat_grad_norm')  # every 50 steps: 250, 300, 350
   healthy = dict(runaway, hat_grad_norm=[(s, 400 * 2 ** (s / 500)) for s in range(50, 1000, 50)])
   assert replay(guard_config(), healthy) is None
+
+
+def test_a_runaway_before_any_checkpoint_does_not_suggest_resuming_one(tmp_path):
+  trainer, saved = runaway_trainer(tmp_path, checkpoint_every=1000)  # none before the trip
+  with pytest.raises(RunawayError, match='last good checkpoint: none') as error:
+    trainer.train(40)
+  assert '--checkpoint' not in str(error.value)

@@ -271,9 +271,12 @@ class Guard:
       self.log(f'\nwarning: {message} (training.guard.action=warn: going on)')
       self.runaway.count = 0
       return
+    # Resuming is advice only where a checkpoint exists to resume from.
+    resume = ('resume an older checkpoint with --checkpoint=STEP, '
+              if self.checkpoints.last_good else '')
     raise RunawayError(
-        f'{message}; lower optim.hat_lr, raise langevin.steps or langevin.max_drift, resume an '
-        'older checkpoint with --checkpoint=STEP, or set --config.training.guard.action=warn')
+        f'{message}; lower optim.hat_lr, raise langevin.steps or langevin.max_drift, {resume}'
+        'or set --config.training.guard.action=warn')
 
   def rollback(self, error):
     """Restores the last good checkpoint with the learning rates lowered; False if it may not.
