@@ -33,12 +33,12 @@ def main():
   args = parser.parse_args()
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm import langevin  # pylint: disable=g-import-not-at-top
-  from tf_hat_ebm import runs  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm import trained_run  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import compare  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import features  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import fid  # pylint: disable=g-import-not-at-top
 
-  run = runs.load_run(args.workdir)
+  run = trained_run.load_run(args.workdir)
   model, data = run.model, run.config.data
   if model.discriminator is None:
     sys.exit(f'--workdir={args.workdir} has no discriminator: DDLS needs a refinement run')

@@ -17,9 +17,10 @@ runaway guard stopped the run, and the FIDs; the table goes to stdout and to <ou
 import glob
 import os
 
+from absl import app
 from absl import flags
 
-from tf_hat_ebm import cli  # TensorFlow-free: --help before TensorFlow loads, quiet TF logs
+from tf_hat_ebm import cli  # noqa: F401  (TensorFlow-free; quiets TensorFlow's C++ log first)
 
 # chain -> (the generator's stage kind or None, the Hat EBM's); configs: the digits scale's.
 CHAINS = {'synthesis': (None, 'synthesis'), 'refinement': ('sngan', 'refinement'),
@@ -143,4 +144,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  cli.run(main)
+  app.run(main)
