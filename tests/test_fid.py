@@ -79,7 +79,8 @@ def test_sample_fids_stream_batches_and_repeat_runs(trained_workdir):
   assert seen == [4, 4, 4, 4, 2, 2] * 2  # X and G(Z) per batch, two runs
   assert len(fids['hat_ebm']) == len(fids['generator']) == 2
   assert fids['hat_ebm'][0] != fids['hat_ebm'][1]  # runs draw different chains
-  assert fid.mean_std([1.0, 3.0]) == (2.0, 1.0)
+  assert fid.mean_std([1.0, 3.0]) == (2.0, pytest.approx(2 ** 0.5))  # ddof 1
+  assert fid.mean_std([5.0]) == (5.0, None)
 
 
 def test_classifier_features_and_data_statistics_are_cached(tmp_path):

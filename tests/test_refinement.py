@@ -131,14 +131,15 @@ def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved
   table = compare.digits_table(task, sampler, config, first, net, str(tmp_path), fid_samples=40,
                                fid_runs=2, batch_size=20)
   assert set(table) == {'generator', 'hat_ebm', 'test digits'}
-  for row in table.values():
+  for name, row in table.items():
     assert set(row) == {'confidence', 'digit_is', 'nn_dist', 'fid', 'fid_std'}
-    assert all(np.isfinite(v) for v in row.values()) and row['fid_std'] >= 0.0
+    if name != 'test digits':  # the test split is one set: no spread
+      assert all(np.isfinite(v) for v in row.values()) and row['fid_std'] > 0.0
   # real digits are far closer to the train split than the user's untrained decoder
   assert table['test digits']['fid'] < table['generator']['fid'] / 5
   assert table['test digits'] == {
       **digits_eval.scores(digits_eval.test_digits(config.data)),
-      'fid': table['test digits']['fid'], 'fid_std': 0.0}
+      'fid': table['test digits']['fid'], 'fid_std': None}
 
 
 @pytest.mark.slow

@@ -102,7 +102,7 @@ def digits_table(model, sampler, config, first, feature_net, cache_dir, fid_samp
     runs = method_fids(model, sampler, feature_net, train, fid_samples, fid_runs, seed, batch_size)
     for name, values in runs.items():
       table[name]['fid'], table[name]['fid_std'] = fid.mean_std(values)
-    table['test digits'].update(fid=fid.frechet_distance(train, test), fid_std=0.0)
+    table['test digits'].update(fid=fid.frechet_distance(train, test), fid_std=None)
   return table
 
 
@@ -154,8 +154,8 @@ def write_grids(samples, out_dir, what):
 
 def print_scores(table, net, fid_samples, fid_runs):
   if fid_samples > 0:
-    print(f'FID: {fid_runs} x {fid_samples} samples per method against the train split, '
-          f'{net.description}; lower is better')
+    print(f'FID: {fid_runs} x {fid_samples} samples per method (mean ± sample std over the '
+          f'runs) against the train split, {net.description}; lower is better')
   print('\n'.join(fid.score_table(
       [(name, {**({'FID': (s['fid'], s['fid_std'])} if 'fid' in s else {}),
                **{k: v for k, v in s.items() if k not in ('fid', 'fid_std')}})

@@ -214,9 +214,10 @@ def score_table(rows, first='samples'):
 
 
 def mean_std(values):
-  """(mean, std) over runs; std is the population std (0 for a single run)."""
+  """(mean, std) over FID runs; std is the sample std (ddof 1), None for a single run (one run
+  says nothing of the spread)."""
   values = np.asarray(values, np.float64)
-  return float(values.mean()), float(values.std())
+  return float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else None
 
 
 def feature_net_name(data_cfg, feature_net=None):
@@ -286,7 +287,8 @@ def evaluate_run(workdir, num_samples=None, runs=3, batch_size=250,
   rows.append((f'data: {data_cfg.test_split} split ({len(test)})', data_fid, None))
   print(f'\nFID vs {data_cfg.name} {data_cfg.train_split} split ({len(train)} images), '
         f'step {run.step} of {workdir}')
-  print(f'features: {net.description}; {runs} run(s); sampling chain {chain}')
+  print(f'features: {net.description}; {runs} run(s) (mean ± sample std over runs); '
+        f'sampling chain {chain}')
   print('\n'.join(score_table([(name, {'FID': (mean, std)}) for name, mean, std in rows])))
   result = dict(step=run.step, feature_net=net.name, feature_description=net.description,
                 num_samples=num_samples, runs=runs, data_test_vs_train=data_fid,
