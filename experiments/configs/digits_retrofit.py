@@ -6,8 +6,10 @@ K = 20 and 800 steps of batch 32. The chain has ~10x the paper's Langevin time i
 Y): the encoder's latents sit ~10 from Z0, and with the paper's Langevin time (eps x sqrt(100/20))
 the hat ran away (lr 1e-4: guard at step 130; lr 1e-5: energy_diff doubling every ~90 steps).
 Z stays on the decoder's sphere, the only latents it was trained on.
-Expected: Hat EBM FID 9.6-13.6 over 3 seeds against the decoder of N(0, I) latents' ~200-234.
-Cost: ~12 min alone, 25-30 min beside other jobs. Settings: docs/digits_settings.md.
+Expected: Hat EBM FID 10.1-14.4 over 3 seeds against the decoder of N(0, I) latents' 199-234
+(docs/results.md); at 3x the length (2,400 steps) 5.0 on seed 0.
+Cost: ~6 min on one idle core (one intra-op thread), ~12 min with 3 runs on 2 cores; scoring
+1 min. Settings: docs/digits_settings.md.
 """
 from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import registry
