@@ -62,6 +62,12 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   calibrate = s['calibration'].commands[0]
   assert calibrate[1] == 'experiments/calibrate_fid.py' and '--num=1000' in calibrate
   assert 'retrofit=samples/retrofit/samples.npz' in calibrate[-3]
+  # the ETA: a refinement's FID (DDLS's chain too) costs more than a synthesis' FID
+  o, seconds = options(tmp_path), stages_lib.SCALES['digits'].seconds
+  assert stages_lib.estimate(s['refinement_s0'], o) == seconds['refinement'] + seconds[
+      'fid_refinement'] == stages_lib.estimate(s['noresidual_s0'], o)
+  assert stages_lib.estimate(s['synthesis_s0'], o) == seconds['synthesis'] + seconds['fid']
+  assert stages_lib.estimate(s['autoencoder_s0'], o) == seconds['autoencoder']  # not scored
 
 
 def test_paper_scale_pins_float32_unless_told_and_can_import_the_published_sngan(tmp_path):

@@ -24,7 +24,9 @@ class Scale:
   fid: Tuple[str, ...]
   ood: Tuple[str, ...]
   samples: Tuple[str, ...]
-  seconds: Dict[str, float]  # estimated idle seconds per stage kind (the ETA; rescaled as measured)
+  # Estimated idle seconds per stage kind, and of its FID ('fid', or 'fid_<kind>' where it
+  # differs): the ETA, rescaled as measured.
+  seconds: Dict[str, float]
   seeds: Tuple[int, ...]
   precision: Optional[str] = None  # training precision unless --precision says otherwise
   # Table 2's and Table 1's other datasets: (dataset, config) and (dataset, SN-GAN config, config).
@@ -41,8 +43,11 @@ SCALES = {
         configs=dict(synthesis='digits_synth', sngan='digits_sngan', refinement='digits_refine',
                      autoencoder='digits_autoencoder', retrofit='digits_retrofit'),
         fid=('--num_samples=1000', '--runs=2'), ood=(), samples=('--num_samples=500',),
-        seconds=dict(synthesis=290, sngan=150, refinement=135, autoencoder=75, retrofit=400,
-                     fid=80, ood=10, figures=150, release=60, calibration=60),
+        # Measured with one intra-op thread per stage on an idle core (AMD EPYC, AVX512-BF16);
+        # a refinement's FID runs DDLS's 300-step chain too.
+        seconds=dict(synthesis=330, sngan=160, refinement=660, autoencoder=150, retrofit=330,
+                     fid=40, fid_refinement=200, ood=15, figures=150, release=60,
+                     calibration=60),
         seeds=(0, 1, 2), near_ood_classes=(0, 1, 2, 3, 4), calibrate=True),
     # The paper configs in float32, as the paper and the release trained.
     'paper': Scale(
@@ -304,4 +309,5 @@ def estimate(stage, options):
   if tiny:
     return tiny * len(stage.commands)
   seconds = SCALES[options.scale].seconds
-  return seconds[stage.kind] + (seconds['fid'] if stage.result == 'fid' else 0)
+  fid = seconds.get(f'fid_{stage.kind}', seconds['fid']) if stage.result == 'fid' else 0
+  return seconds[stage.kind] + fid
