@@ -5,7 +5,7 @@ The paper's CIFAR-10 refinement (hat lr 1e-5, T 1e-3, prior sigma 0.25, drift cl
 Langevin time per chain: K = 20 instead of 250 (training) and 350 (sampling), so each step size is
 the paper's times sqrt(K_paper / K) and K eps^2 / 2 stays the paper's. Runs of batch 32 (paper 128).
 Expected: Hat EBM FID 7.6-13.1 against the SN-GAN's 32-45 and DDLS's 29-40 (2 x 2,000 samples,
-seeds 0-1, docs/results.md).
+seeds 0-2, docs/results.md).
 Cost: ~11 min on one idle core (one intra-op thread, ~3 steps/s), ~21 min with 3 runs on 2
 cores; its FID with DDLS 6 min (2 x 1,000 samples). Settings: docs/digits_settings.md.
 """
