@@ -30,9 +30,8 @@ def _draws(acts, num, runs, rng, keep=None):
 
 
 def _mean_std(values):
-  values = np.asarray(values, np.float64)
-  return dict(mean=float(values.mean()), std=float(values.std(ddof=1)) if len(values) > 1
-              else None, runs=len(values))
+  mean, std = fid.mean_std(values)
+  return dict(mean=mean, std=std, runs=len(values))
 
 
 def split_images(data_cfg, split):
