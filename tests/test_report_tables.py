@@ -98,6 +98,7 @@ def test_every_table_is_well_formed():
   assert len(head) == 5 and [r[0] for r in rows][:2] == ['historical bank (the paper)',
                                                          'current samples']
   assert 'failed: seeds [0]' in rows[1][-1]
+  assert tables.COOP_NOTE in lines  # why the no-batch-norm row repeats 'current samples'
   with pytest.raises(ValueError, match='has 3 cells, the header 4'):
     tables.markdown(['a', 'b', 'c', 'd'], [[1, 2, 3]])
 

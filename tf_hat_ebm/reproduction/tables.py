@@ -258,7 +258,15 @@ def ablation_table(records, seeds):
     out.append(m.json(label))
   headers = [''] + _heads(_runs(rows), len(seeds)) + ['paper', 'stages']
   cells = [[label] + m.cells() + [claim, m.stages()] for label, m, claim in rows]
-  return ['## Ablations (FID of the Hat EBM samples)', ''] + markdown(headers, cells) + [''], out
+  return (['## Ablations (FID of the Hat EBM samples)', ''] + markdown(headers, cells)
+          + ['', COOP_NOTE, ''], out)
+
+
+# Why two rows can print the same numbers (tasks/synthesis.py: 'cooperative' is 'current').
+COOP_NOTE = ("Cooperative learning without batch norm is the update of 'current samples': the "
+             'chain of Y from 0 over G(Z0) is the image-space chain from G(Z0), and G is fitted to '
+             'its samples at Z0 (no inferred Z). The two rows are two runs of one algorithm (the '
+             'same seeds give the same numbers); only the batch-norm generator differs.')
 
 
 # (claim, better (prefix, key), worse (prefix, key), the paper's effect)
