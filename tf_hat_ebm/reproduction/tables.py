@@ -265,8 +265,8 @@ def ablation_table(records, seeds):
 # Why two rows can print the same numbers (tasks/synthesis.py: 'cooperative' is 'current').
 COOP_NOTE = ("Cooperative learning without batch norm is the update of 'current samples': the "
              'chain of Y from 0 over G(Z0) is the image-space chain from G(Z0), and G is fitted to '
-             'its samples at Z0 (no inferred Z). The two rows are two runs of one algorithm (the '
-             'same seeds give the same numbers); only the batch-norm generator differs.')
+             'its samples at Z0 (no inferred Z). The two rows are two runs of one algorithm: they '
+             'differ by run-to-run noise only; the batch-norm generator is the other arm.')
 
 
 # (claim, better (prefix, key), worse (prefix, key), the paper's effect)
