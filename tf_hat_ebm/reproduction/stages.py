@@ -43,11 +43,11 @@ SCALES = {
         configs=dict(synthesis='digits_synth', sngan='digits_sngan', refinement='digits_refine',
                      autoencoder='digits_autoencoder', retrofit='digits_retrofit'),
         fid=('--num_samples=1000', '--runs=2'), ood=(), samples=('--num_samples=500',),
-        # Measured with one intra-op thread per stage on an idle core (AMD EPYC, AVX512-BF16);
-        # a refinement's FID runs DDLS's 300-step chain too.
-        seconds=dict(synthesis=330, sngan=160, refinement=660, autoencoder=150, retrofit=330,
-                     fid=40, fid_refinement=200, ood=15, figures=150, release=60,
-                     calibration=60),
+        # Medians of a full run, two stages side by side, one intra-op thread each (2-core AMD
+        # EPYC, AVX512-BF16; docs/reproduce.md); a refinement's FID runs DDLS's chain too.
+        seconds=dict(synthesis=390, sngan=290, refinement=700, autoencoder=105, retrofit=455,
+                     fid=20, fid_refinement=235, ood=10, figures=145, release=60,
+                     calibration=10),
         seeds=(0, 1, 2), near_ood_classes=(0, 1, 2, 3, 4), calibrate=True),
     # The paper configs in float32, as the paper and the release trained.
     'paper': Scale(
