@@ -10,9 +10,9 @@ exactly what a user runs): synthesis per seed (Table 2); SN-GAN, then refinement
 DDLS and Hat EBM rows (Table 1; --release_sngan imports the published CIFAR-10 SN-GAN instead of
 retraining it); autoencoder, then retrofit; OOD AUROC of the synthesis model (Table 3; at the
 digits scale also a model of digits 0-4 scored on the others); the ablations (generator trained on
-the current samples, cooperative learning with and without batch norm, refinement without the
-residual Y); figures (Langevin paths, sample grids, the baselines beside the Hat EBM); at the
-digits scale the FID's calibration at its sample size. A finished stage leaves <stage>/done.json
+the current samples, which is cooperative learning without batch norm, cooperative learning with
+it, refinement without the residual Y); figures (Langevin paths, sample grids, the baselines
+beside the Hat EBM); at the digits scale the FID's calibration at its sample size. A finished stage leaves <stage>/done.json
 and is skipped on the next run; an interrupted one resumes. Independent stages run --jobs at a
 time. The report: <out>/report.md, report.json, figures/ (docs/reproduce.md).
 The same program as tf-hat-ebm-reproduce: tf_hat_ebm.reproduction.pipeline.reproduce_command.

@@ -160,10 +160,10 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
           verbose=False).train(2)
   features.classifier_features(config.data, cache, epochs=1, verbose=False)  # cached for the run
 
-  def evaluate_fid(workdir):
+  def evaluate_fid(workdir, *more):
     """(stdout, table rows) of evaluate_fid.py on `workdir`; it must exit 0."""
     out = run_command('evaluate_fid.py', f'--workdir={workdir}', '--num_samples=20', '--runs=2',
-                      '--batch_size=10', f'--feature_cache_dir={cache}')
+                      '--batch_size=10', f'--feature_cache_dir={cache}', *more)
     assert out.returncode == 0, out.stderr[-2000:]
     return out, [line for line in out.stdout.splitlines() if line.startswith('| ')]
 
@@ -188,3 +188,9 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
     alone = json.load(f)
   assert alone['step'] == 2
   np.testing.assert_allclose(alone['generator'], saved['generator'], rtol=1e-5)
+  # An ablation arm scored alone: the Hat EBM's row only (no DDLS chain).
+  result, rows = evaluate_fid(run_dir, '--nobaselines', '--overwrite')
+  assert [row.split('|')[1].strip() for row in rows[1:]] == ['Hat EBM X = G(Z_K) + Y_K (20)',
+                                                             'data: test split (297)']
+  with open(os.path.join(run_dir, 'fid.json')) as f:
+    assert {k for k in json.load(f) if k in ('generator', 'ddls', 'hat_ebm')} == {'hat_ebm'}

@@ -31,7 +31,6 @@ def records_for(seeds, shift=0.0, prefixes=('',)):
     records[f'retrofit_s{s}'] = fid_record(generator=[200.0 + d, 201.0 + d, 202.0 + d],
                                            hat_ebm=[26.0 + d, 26.1 + d, 26.2 + d])
     records[f'current_s{s}'] = {'failed': True, 'exit_code': 1}
-    records[f'coop_s{s}'] = fid_record(hat_ebm=[90.0 + d, 91.0 + d, 92.0 + d])
     records[f'coop_bn_s{s}'] = fid_record(hat_ebm=[30.0 + d, 31.0 + d, 32.0 + d])
     records[f'noresidual_s{s}'] = fid_record(hat_ebm=[13.5 + d, 13.6 + d, 13.7 + d + s / 10])
     records[f'ood_s{s}'] = {'result': {'svhn_cropped': 0.9, 'cifar100': 0.85, 'celeb_a': 0.93}}
@@ -95,10 +94,12 @@ def test_every_table_is_well_formed():
     tables_seen += 1
   assert tables_seen == 6
   head, rows = table_rows(lines, 'Ablations')
-  assert len(head) == 5 and [r[0] for r in rows][:2] == ['historical bank (the paper)',
-                                                         'current samples']
+  assert len(head) == 5 and [r[0] for r in rows][:3] == [
+      'historical bank (the paper)', 'current samples = cooperative learning without batch norm',
+      'cooperative learning (batch-norm generator)']
   assert 'failed: seeds [0]' in rows[1][-1]
-  assert tables.COOP_NOTE in lines  # why the no-batch-norm row repeats 'current samples'
+  assert tables.COOP_NOTE in lines  # why one row stands for two of the paper's arms
+  assert 'fails without batch norm' in rows[1][3] and 'works with batch norm' in rows[2][3]
   with pytest.raises(ValueError, match='has 3 cells, the header 4'):
     tables.markdown(['a', 'b', 'c', 'd'], [[1, 2, 3]])
 

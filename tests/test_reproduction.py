@@ -31,7 +31,7 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
                        'retrofit_s0', 'ood_s0']
   assert [n for n in names if n.endswith('_s1') and not n.startswith(
       ('synthesis', 'sngan', 'refinement', 'autoencoder', 'retrofit', 'ood', 'nearood'))] == [
-          'current_s1', 'coop_s1', 'coop_bn_s1', 'noresidual_s1']
+          'current_s1', 'coop_bn_s1', 'noresidual_s1']  # coop without BN is 'current'
   assert names[-2:] == ['figures', 'calibration']
   assert set(stages[-2].after) == set(names[:-2]) and stages[-1].after == ('figures',)
   lines = [line for s in stages for line in s.command_lines()]
@@ -41,13 +41,16 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   s = by_name(stages)
   assert s['refinement_s1'].after == ('sngan_s1',) and s['retrofit_s0'].after == (
       'autoencoder_s0',) and s['ood_s1'].after == ('synthesis_s1',)
-  assert s['coop_s0'].overrides['training.generator_update'] == 'cooperative'
+  assert s['current_s0'].overrides['training.generator_update'] == 'current'
   assert s['coop_bn_s0'].overrides['training.generator_update'] == 'cooperative_bn'
   noresidual = s['noresidual_s0']
   assert noresidual.kind == 'refinement' and noresidual.reference == 'refinement_s0'
   assert {k: v for k, v in noresidual.overrides.items() if 'residual' in k} == {
       'langevin.use_residual': False, 'sampling.use_residual': False}
   assert noresidual.config == s['refinement_s0'].config == 'experiments/configs/digits_refine.py'
+  # the arm is scored alone: its SN-GAN and DDLS rows would repeat the reference's
+  assert noresidual.commands[-1][-1] == '--nobaselines' and '--nobaselines' not in s[
+      'refinement_s0'].commands[-1] and '--nobaselines' not in s['current_s0'].commands[-1]
   assert not any('perf.precision' in line for line in lines)  # digits: the configs' own
   # Table 3's near-OOD set: a model of digits 0-4 scored on the others.
   assert s['nearood_s1'].command_lines() == [
@@ -65,7 +68,8 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   # the ETA: a refinement's FID (DDLS's chain too) costs more than a synthesis' FID
   o, seconds = options(tmp_path), stages_lib.SCALES['digits'].seconds
   assert stages_lib.estimate(s['refinement_s0'], o) == seconds['refinement'] + seconds[
-      'fid_refinement'] == stages_lib.estimate(s['noresidual_s0'], o)
+      'fid_refinement'] > stages_lib.estimate(s['noresidual_s0'], o) == seconds[
+          'refinement'] + seconds['fid']
   assert stages_lib.estimate(s['synthesis_s0'], o) == seconds['synthesis'] + seconds['fid']
   assert stages_lib.estimate(s['autoencoder_s0'], o) == seconds['autoencoder']  # not scored
 
@@ -81,7 +85,8 @@ def test_paper_scale_pins_float32_unless_told_and_can_import_the_published_sngan
                                           precision='bfloat16')))
   assert '--config.perf.precision=bfloat16' in bf16['synthesis_s0'].commands[0]
   figures = ' '.join(stages['figures'].command_lines())  # CelebA and ImageNet grids too
-  for model in ('synthesis_celeba', 'synthesis_imagenet128_large', 'refinement_celeba', 'coop'):
+  for model in ('synthesis_celeba', 'synthesis_imagenet128_large', 'refinement_celeba',
+                'coop_bn'):
     assert f'--workdir={model}_s0 --output=samples/{model} ' in figures, model
   assert '--workdir=refinement_celeba_s0 --out=samples/refinement_celeba_baselines' in figures
   assert 'calibration' not in stages  # the digits classifier's calibration: digits scale only
@@ -119,7 +124,7 @@ def test_dry_run_prints_commands_and_resolved_configs_and_writes_nothing(tmp_pat
   configs = [json.loads(p[len('# config: '):]) for p in printed if p.startswith('# config: ')]
   refine = next(c for c in configs if c['name'] == 'cifar10_refine')
   assert refine['generator']['path'] == 'sngan_s0' and refine['perf']['precision'] == 'float32'
-  assert sum('--tpu=my-tpu' in p for p in printed) == len(configs) == 14
+  assert sum('--tpu=my-tpu' in p for p in printed) == len(configs) == 13
   assert not out.exists()
 
 
@@ -269,12 +274,12 @@ def test_ablation_arm_counts_a_guard_stop_but_not_another_failure(tmp_path):
       'runaway at step 500')
   assert 'result' not in records['current_s0']
   # Another error of an arm (or any stage) is a failure, never evidence.
-  other = [s for s in stages if s.name == 'coop_s0']
-  fake = FakeScripts(str(tmp_path), codes={('train_synthesis.py', 'coop_s0'): 1},
-                     errors={('train_synthesis.py', 'coop_s0'): 'error: out of memory'})
-  with pytest.raises(runner_lib.StageError, match='coop_s0 failed .*out of memory'):
+  other = [s for s in stages if s.name == 'coop_bn_s0']
+  fake = FakeScripts(str(tmp_path), codes={('train_synthesis.py', 'coop_bn_s0'): 1},
+                     errors={('train_synthesis.py', 'coop_bn_s0'): 'error: out of memory'})
+  with pytest.raises(runner_lib.StageError, match='coop_bn_s0 failed .*out of memory'):
     run(o, fake, other)
-  assert not (tmp_path / 'coop_s0' / 'done.json').exists()
+  assert not (tmp_path / 'coop_bn_s0' / 'done.json').exists()
 
 
 @pytest.mark.parametrize('edit, message', [
@@ -380,7 +385,7 @@ def test_report_checks_are_paired_intervals_and_guard_stops_count_beside_a_healt
       'retrofit': [dict(hat_ebm=[15.0, 15.2], generator=[200.0, 200.2])] * 3,
       'noresidual': [dict(hat_ebm=[h, h]) for h in (13.0, 12.5, 15.0)],
       'coop_bn': [dict(hat_ebm=[90.0, 90.0])] * 3,
-  }, failed=('current_s0', 'current_s2', 'coop_s0', 'coop_s1'))
+  }, failed=('current_s0', 'current_s2', 'coop_bn_s0', 'coop_bn_s1'))
   records['calibration'] = dict(commands=['cmd'], result=dict(calibration=CALIBRATION, coverage={
       'synthesis': dict(COVERAGE, rarest_share=0.02)}, missing=['current']))
   markdown, data = report_lib.build_report(records, options(tmp_path, seeds=(0, 1, 2)),
@@ -393,9 +398,11 @@ def test_report_checks_are_paired_intervals_and_guard_stops_count_beside_a_healt
                                                          26 + 4.303 * 2 / 3 ** 0.5), abs=1e-3)
   assert checks['Hat EBM beats DDLS (Table 1)']['verdict'] == 'not resolved at 3 seeds'
   current = checks['historical bank beats current samples']
+  assert 'cooperative learning fails without batch norm' in current['paper']
   # current_s2's reference synthesis_s2 never finished: only seed 0 counts.
   assert current['failed_counted'] == [0] and current['failed_not_counted'] == [2]
-  assert checks['historical bank beats cooperative learning']['verdict'] == 'holds'
+  assert checks['historical bank beats cooperative learning with batch norm']['verdict'] == 'holds'
+  assert len(checks) == 7  # cooperative learning without batch norm: the 'current' row
   residual = checks['the residual Y keeps refinement stable']  # both arms healthy: FID alone
   assert residual['verdict'] == 'not shown at this scale' and residual['n'] == 3
   assert 'not resolved at 3 seeds' in residual['text']  # the FID's own interval, still told
@@ -434,7 +441,7 @@ def test_paper_report_of_one_seed_with_three_fid_runs_prints_the_evaluation_std(
                                                generator=[18.5, 18.6, 18.7],
                                                ddls=[14.5, 14.6, 14.7])],
       'current': [dict(hat_ebm=[25.0, 25.0, 25.0])], 'coop_bn': [dict(hat_ebm=[30.0, 31, 32])],
-  }, scale='paper', failed=('coop_s0',))
+  }, scale='paper', failed=('coop_bn_s0',))
   records['sngan_release'] = dict(result=dict(generator=18.6, generator_runs=[18.5, 18.7]),
                                   commands=['cmd'], seconds=1.0)
   records['synthesis_s0']['computed_in'] = 'float32'
@@ -456,7 +463,8 @@ def test_paper_report_of_one_seed_with_three_fid_runs_prints_the_evaluation_std(
   assert published[-1] == 'sngan_release'
   head, rows = table(markdown, 'Ablations')
   assert head == ['', 'ours: FID (1 seed: no sd)', 'eval sd (3 FID runs)', 'paper', 'stages']
-  assert [len(r) for r in rows] == [5] * 6 and rows[2][-1] == 'coop_s* (failed: seeds [0])'
+  assert [len(r) for r in rows] == [5] * 5 and rows[2][-1] == 'coop_bn_s* (failed: seeds [0])'
+  assert rows[1][0] == 'current samples = cooperative learning without batch norm'
   assert 'Precision: float32, pinned for the paper scale; the runs computed in float32' in markdown
   _, rows = table(markdown, 'Settings')
   assert ['cifar10_synth', 'cifar10_synth', 'precision', '`perf.precision`', 'float32',
@@ -478,7 +486,7 @@ def test_report_figures_are_collected_by_kind_with_the_historical_update_montage
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(png)
 
-  for arm in ('synthesis', 'current', 'coop', 'coop_bn'):
+  for arm in ('synthesis', 'current', 'coop_bn'):
     draw(f'{arm}_s0', 'training_curves.png')
     for step in (250, 500, 750, 1000):
       if not (arm == 'current' and step == 1000):  # stopped before step 1000
@@ -488,18 +496,23 @@ def test_report_figures_are_collected_by_kind_with_the_historical_update_montage
     draw('samples', 'synthesis', name)
   draw('samples', 'refinement_baselines', 'side_by_side.png')
   draw('samples', 'refinement_baselines', 'ddls.png')  # the same grid as in side_by_side.png
+  # An earlier pipeline's: a stage it no longer has left samples and a copied figure.
+  draw('samples', 'coop', 'langevin_path.png')
+  draw('figures', 'coop_s0_training_curves.png')
   stages = stages_lib.build(options(tmp_path, seeds=(0,), parts=('synthesis', 'ood',
                                                                  'ablations', 'figures')))
   names = pipeline.collect_figures(str(tmp_path), stages, 0)
-  assert {*(f'{arm}_s0_training_curves.png' for arm in ('synthesis', 'current', 'coop', 'coop_bn')),
+  assert {*(f'{arm}_s0_training_curves.png' for arm in ('synthesis', 'current', 'coop_bn')),
           'ood_s0_ood_energies.png', 'synthesis_langevin_path.png',
           'synthesis_samples_grid_000.png', 'refinement_baselines_side_by_side.png',
           'historical_generator_update.png'} == set(names)  # one sample grid per model
+  assert sorted(os.listdir(tmp_path / 'figures')) == sorted(names)  # the stale copy is gone
   meta = pipeline.historical_figure(str(tmp_path), 0, None)
-  assert meta['panels'] == ['historical bank (the paper)', 'current samples', 'cooperative',
+  assert meta['panels'] == ['historical bank (the paper)',
+                            'current samples = cooperative, no batch norm',
                             'cooperative, batch-norm generator']
   assert 'at step 500' in meta['title']
-  (tmp_path / 'coop_s0' / 'samples' / 'samples_0000500.png').unlink()
+  (tmp_path / 'coop_bn_s0' / 'samples' / 'samples_0000500.png').unlink()
   # Without step 500 in every arm: the last step all of them reached.
   assert 'at step 750' in pipeline.historical_figure(str(tmp_path), 0, None)['title']
   markdown, _ = report_lib.build_report({}, options(tmp_path, seeds=(0,)), names)

@@ -188,6 +188,9 @@ def _define_fid(fv):
   _cache_flag(fv)
   flags.DEFINE_integer('seed', 0, 'Seed of the first sample batch.', lower_bound=0,
                        upper_bound=MAX_SEED, flag_values=fv)
+  flags.DEFINE_bool('baselines', True, 'Also score the baselines: the generator alone, and DDLS '
+                    'for a refinement. --nobaselines: the Hat EBM alone (e.g. an ablation arm).',
+                    flag_values=fv)
   _run_flags(fv)
 
 

@@ -30,9 +30,9 @@ LABELS = {'generator': 'generator alone G(Z0)', 'ddls': 'DDLS (Langevin in z)',
           'hat_ebm': 'Hat EBM X = G(Z_K) + Y_K'}
 
 
-def make_sampler(run):
+def make_sampler(run, baselines=True):
   """f(z0, seed) -> {'generator', 'ddls' (when G comes with a discriminator), 'hat_ebm'} tensors
-  of a restored joint run (trained_run.load_run).
+  of a restored joint run (trained_run.load_run); only {'hat_ebm'} without `baselines`.
 
   Every method starts from the same Z0; the chains' noise comes from a generator seeded `seed`.
   The Hat EBM samples through the exported module's chain: what export.py saves is what is scored.
@@ -46,9 +46,11 @@ def make_sampler(run):
   def sample(z0, seed):
     rng.reset_from_seed(seed)
     # G alone sees the chain's Z0 (on the decoder's sphere when the chain keeps Z there).
-    z_start = langevin.initial_latent(model.generator, rng, model.sampling, z0=z0)
-    out = {'generator': langevin.generate(model.generator, z_start)}
-    if model.discriminator is not None:
+    out = {}
+    if baselines:
+      z_start = langevin.initial_latent(model.generator, rng, model.sampling, z0=z0)
+      out['generator'] = langevin.generate(model.generator, z_start)
+    if baselines and model.discriminator is not None:
       out['ddls'] = langevin.sample_ddls(model.discriminator, model.generator, rng, ddls,
                                          z0=z0)[1]
     out['hat_ebm'] = module.chain(rng, latents=z0)['images']

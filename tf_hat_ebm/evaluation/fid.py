@@ -238,7 +238,7 @@ class FidRows(Protocol):
   a run of the kind offers, as ([(method, row label)], {method: [FID per run]}, chain)."""
 
   def __call__(self, run: trained_run.Run, net, train: np.ndarray, num_samples: int, runs: int,
-               seed: int, batch_size: int
+               seed: int, batch_size: int, baselines: bool = True
                ) -> Tuple[List[Tuple[str, str]], Dict[str, List[float]], str]:
     ...
 
@@ -265,10 +265,11 @@ def load_for_fid(workdir, checkpoint=None, **load):
 
 def evaluate_run(workdir, num_samples=None, runs=3, batch_size=250,
                  feature_net=None, inception_path=None, feature_cache_dir=None, seed=0,
-                 overwrite=False, **load):
+                 overwrite=False, baselines=True, **load):
   """tf-hat-ebm-evaluate-fid: the FID rows of the run's kind (its FidRows hook) beside the
   test split's FID, mean +- std over `runs` sample sets of `num_samples` (default 50,000 with
-  Inception as in the paper, 5,000 with the classifier). Printed, written to <workdir>/fid.json
+  Inception as in the paper, 5,000 with the classifier); the Hat EBM's row alone without
+  `baselines`. Printed, written to <workdir>/fid.json
   (an existing one only with `overwrite`, never a non-finite result) and logged to the
   workdir's TensorBoard (eval/fid_<method>) at the checkpoint's step. Returns the result."""
   path = os.path.join(workdir, 'fid.json')
@@ -281,7 +282,8 @@ def evaluate_run(workdir, num_samples=None, runs=3, batch_size=250,
   net = feature_network(data_cfg, feature_net, inception_path, feature_cache_dir)
   train, test = (data_activations(data_cfg, split, net, workdir, batch_size)
                  for split in (data_cfg.train_split, data_cfg.test_split))
-  methods, fids, chain = rows_of(run, net, train, num_samples, runs, seed, batch_size)
+  methods, fids, chain = rows_of(run, net, train, num_samples, runs, seed, batch_size,
+                                 baselines=baselines)
   data_fid = frechet_distance(train, test)
   rows = [(f'{label} ({num_samples})', *mean_std(fids[key])) for key, label in methods]
   rows.append((f'data: {data_cfg.test_split} split ({len(test)})', data_fid, None))

@@ -17,19 +17,20 @@ from tf_hat_ebm.evaluation import compare
 from tf_hat_ebm.evaluation import fid
 
 
-def synthesis(run, net, train, num_samples, runs, seed, batch_size):
-  """The Hat EBM's samples X = G(Z) + Y and its generator alone G(Z)."""
+def synthesis(run, net, train, num_samples, runs, seed, batch_size, baselines=True):
+  """The Hat EBM's samples X = G(Z) + Y and (`baselines`) its generator alone G(Z)."""
   module = export.build_module(run)
   fids = fid.sample_fids(module, net, train, num_samples, batch_size, runs, seed)
   s = run.model.sampling
   chain = f'K={s.steps}, eps={s.step_size:g}, T={s.temperature:g}, Y0 scale={s.init_scale:g}'
   rows = [('hat_ebm', 'Hat EBM samples X = G(Z) + Y'), ('generator', 'generator alone G(Z)')]
-  return rows, fids, chain
+  return rows[:2 if baselines else 1], fids, chain
 
 
-def joint(run, net, train, num_samples, runs, seed, batch_size):
-  """From one Z0: the frozen generator G(Z0), DDLS (when there is a D) and the Hat EBM."""
-  sampler = compare.make_sampler(run)
+def joint(run, net, train, num_samples, runs, seed, batch_size, baselines=True):
+  """From one Z0: the frozen generator G(Z0), DDLS (when there is a D) and the Hat EBM; the Hat
+  EBM alone without `baselines` (an ablation arm: DDLS's chain is most of the cost)."""
+  sampler = compare.make_sampler(run, baselines)
   fids = compare.method_fids(run.model, sampler, net, train, num_samples, runs, seed,
                              batch_size, verbose=True)
   gan = {'sngan': 'SN-GAN', 'autoencoder': 'decoder'}.get(run.config.generator.source, 'generator')
@@ -42,8 +43,10 @@ def joint(run, net, train, num_samples, runs, seed, batch_size):
   return [r for r in rows if r[0] in fids], fids, chain
 
 
-def sngan(run, net, train, num_samples, runs, seed, batch_size):
-  """An SN-GAN run's generator alone, from the latents a refinement over it draws (joint)."""
+def sngan(run, net, train, num_samples, runs, seed, batch_size, baselines=True):
+  """An SN-GAN run's generator alone, from the latents a refinement over it draws (joint); it is
+  the baseline itself, so `baselines` changes nothing."""
+  del baselines
   generator = run.model.generator
   sample = tf.function(
       lambda z0, seed: {'generator': tf.clip_by_value(langevin.generate(generator, z0), -1., 1.)})

@@ -41,7 +41,8 @@ OOD = {'svhn_cropped': (0.92, None), 'cifar100': (0.87, None), 'celeb_a': (0.94,
 # What the paper says of each ablation (no number: a figure or a sentence).
 ABLATIONS = {
     'current': 'fails: little diversity, unstable (' + FIGURES['historical'] + ')',
-    'coop': 'works only with batch norm, samples stay similar (' + FIGURES['historical'] + ')',
+    'coop': 'fails without batch norm (' + FIGURES['historical'] + ')',
+    'coop_bn': 'works with batch norm, samples stay similar (' + FIGURES['historical'] + ')',
     'noresidual': 'training becomes unstable (' + FIGURES['stability'] + ')',
 }
 

@@ -124,11 +124,14 @@ def dry_run(stages, options, print_fn=print):
       print_fn(f'# config: {config.to_json_best_effort(sort_keys=True)}')
 
 
-def sample_figures(out):
+def sample_figures(out, stages):
   """[(source, name)] of the figures stage's first sample grid and Langevin path per model, and
-  its baselines side by side (compare_baselines.py: each method's grid from the same Z0)."""
+  its baselines side by side (compare_baselines.py: each method's grid from the same Z0); only
+  of the directories the figures stage of `stages` writes."""
   source, pairs = os.path.join(out, 'samples'), []
-  for model in sorted(os.listdir(source)) if os.path.isdir(source) else []:
+  ours = {os.path.basename(os.path.dirname(o)) for st in stages if st.kind == 'figures'
+          for o in st.outputs if o}
+  for model in sorted(set(os.listdir(source)) & ours) if os.path.isdir(source) else []:
     for name in sorted(os.listdir(os.path.join(source, model))):
       if name in ('langevin_path.png', 'samples_grid_000.png') or (
           model.endswith('_baselines') and name == 'side_by_side.png'):
@@ -150,13 +153,16 @@ def stage_figures(out, stages):
 
 
 TRAINING_GRID = re.compile(r'^samples_(\d+)\.png$')  # summaries.py's fixed-seed training grids
-HISTORICAL_ARMS = (('historical bank (the paper)', 'synthesis'), ('current samples', 'current'),
-                   ('cooperative', 'coop'), ('cooperative, batch-norm generator', 'coop_bn'))
+# The paper's four arms: cooperative learning without batch norm is the 'current' update (one run).
+HISTORICAL_ARMS = (('historical bank (the paper)', 'synthesis'),
+                   ('current samples = cooperative, no batch norm', 'current'),
+                   ('cooperative, batch-norm generator', 'coop_bn'))
 
 
 def historical_figure(out, seed, path):
-  """The four generator-update arms' training grids side by side at HISTORICAL_STEP (else the
-  last step all of them reached); the figure's metadata, or None without the four runs."""
+  """The generator-update arms' training grids (the paper's four arms in three runs) side by side
+  at HISTORICAL_STEP (else the last step all reached); the figure's metadata, or None without
+  their runs."""
   dirs = [os.path.join(out, f'{arm}_s{seed}', 'samples') for _, arm in HISTORICAL_ARMS]
   if not all(os.path.isdir(d) for d in dirs):
     return None
@@ -174,14 +180,23 @@ def historical_figure(out, seed, path):
 
 def collect_figures(out, stages, seed):
   """Copies the report's figures into out/figures/ (and draws the historical-update montage);
-  their names."""
+  their names. A figure an earlier report left there that this one does not have (a stage no
+  longer in the pipeline) is removed, so the report shows only its own stages' figures."""
   target = os.path.join(out, 'figures')
   os.makedirs(target, exist_ok=True)
-  for source, name in sample_figures(out) + stage_figures(out, stages):
+  names = set()
+  for source, name in sample_figures(out, stages) + stage_figures(out, stages):
     if os.path.exists(source):
       shutil.copyfile(source, os.path.join(target, name))
-  historical_figure(out, seed, os.path.join(target, 'historical_generator_update.png'))
-  return sorted(f for f in os.listdir(target) if f.endswith('.png'))
+      names.add(name)
+  montage = 'historical_generator_update.png'
+  if historical_figure(out, seed, os.path.join(target, montage)):
+    names.add(montage)
+  for name in os.listdir(target):
+    path = os.path.join(target, name)
+    if name.endswith('.png') and name not in names and not os.path.islink(path):
+      os.remove(path)  # figures/ is reproduce.py's own (OWN): only its stale copies go
+  return sorted(names)
 
 
 def run_configs(stages, seed):

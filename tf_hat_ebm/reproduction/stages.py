@@ -70,10 +70,10 @@ EVAL_SIZES = {'tiny': dict(fid=('--num_samples=20', '--runs=2', '--batch_size=10
 
 # The historical-generator-update figure: each arm's training grid at this step, side by side.
 HISTORICAL_STEP = 500
-# Ablation arms: name -> (part of the reference stage's name, config overrides).
+# Ablation arms: name -> (part of the reference stage's name, config overrides). Cooperative
+# learning without batch norm is the update of 'current' (tasks/synthesis.py): one run, both rows.
 ABLATIONS = {
     'current': ('synthesis', {'training.generator_update': 'current'}),
-    'coop': ('synthesis', {'training.generator_update': 'cooperative'}),
     'coop_bn': ('synthesis', {'training.generator_update': 'cooperative_bn'}),
     'noresidual': ('refinement', {'langevin.use_residual': False,
                                   'sampling.use_residual': False}),
@@ -162,8 +162,9 @@ class _Builder:
     return cmd
 
   def trained(self, name, kind, part, seed, config=None, extra=None, after=(), scored=True,
-              reference=None, label=None):
-    """A training stage in <out>/<name>/, then (`scored`) the FID of its samples."""
+              reference=None, label=None, baselines=True):
+    """A training stage in <out>/<name>/, then (`scored`) the FID of its samples (and of its
+    baselines: a refinement's SN-GAN and DDLS)."""
     config = config or self.scale.configs[kind]
     overrides = dict({'seed': seed}, **(extra or {}))
     if self.o.training_precision() and kind in PRECISION_KINDS:
@@ -171,7 +172,8 @@ class _Builder:
     commands = [self.train_command(kind, config, name, overrides)]
     outputs = [None]
     if scored:
-      commands.append(['python', 'experiments/evaluate_fid.py', f'--workdir={name}'] + self.fid)
+      commands.append(['python', 'experiments/evaluate_fid.py', f'--workdir={name}'] + self.fid
+                      + ([] if baselines else ['--nobaselines']))
       outputs.append(f'{name}/fid.json')
     self.stages.append(Stage(name, kind, part, commands, outputs, workdir=name, after=after,
                              result='fid' if scored else 'none', reference=reference,
@@ -241,22 +243,23 @@ class _Builder:
                  extra={'generator.path': gan}, after=(gan,))
 
   def ablations(self, seed):
-    """Each arm beside its reference: the generator's targets, and refinement without Y."""
+    """Each arm beside its reference: the generator's targets, and refinement without Y (scored
+    alone: its SN-GAN and DDLS are the reference's)."""
     for arm, (reference, extra) in ABLATIONS.items():
       extra, after = dict(extra), ()
       if reference == 'refinement':
         gan = 'sngan_release' if self.o.release_sngan else f'sngan_s{seed}'
         extra['generator.path'], after = gan, (gan,)
       self.trained(f'{arm}_s{seed}', reference, 'ablations', seed, extra=extra, after=after,
-                   reference=f'{reference}_s{seed}')
+                   reference=f'{reference}_s{seed}', baselines=reference != 'refinement')
 
   def figures(self):
     """Langevin paths and sample grids of the first seed's models (every dataset's), and the
     baselines beside the Hat EBM's, after every other stage."""
     seed, cmds, outputs = self.o.seeds[0], [], []
     models = [st.name for st in self.stages if st.result == 'fid' and st.name.endswith(
-        f'_s{seed}') and st.name.rsplit('_s', 1)[0].split('_')[0] in (
-            'synthesis', 'refinement', 'retrofit', *ABLATIONS)]
+        f'_s{seed}') and (st.name.rsplit('_s', 1)[0].split('_')[0] in (
+            'synthesis', 'refinement', 'retrofit') or st.name.rsplit('_s', 1)[0] in ABLATIONS)]
     for model in models:
       target = f'samples/{model.rsplit("_s", 1)[0]}'
       cmds.append(['python', 'experiments/sample.py', f'--workdir={model}', f'--output={target}',
@@ -309,5 +312,7 @@ def estimate(stage, options):
   if tiny:
     return tiny * len(stage.commands)
   seconds = SCALES[options.scale].seconds
+  alone = stage.result == 'fid' and '--nobaselines' in stage.commands[-1]
   fid = seconds.get(f'fid_{stage.kind}', seconds['fid']) if stage.result == 'fid' else 0
+  fid = seconds['fid'] if alone else fid
   return seconds[stage.kind] + fid
