@@ -12,9 +12,9 @@ retraining it); autoencoder, then retrofit; OOD AUROC of the synthesis model (Ta
 digits scale also a model of digits 0-4 scored on the others); the ablations (generator trained on
 the current samples, which is cooperative learning without batch norm, cooperative learning with
 it, refinement without the residual Y); figures (Langevin paths, sample grids, the baselines
-beside the Hat EBM); at the digits scale the FID's calibration at its sample size. A finished stage leaves <stage>/done.json
-and is skipped on the next run; an interrupted one resumes. Independent stages run --jobs at a
-time. The report: <out>/report.md, report.json, figures/ (docs/reproduce.md).
+beside the Hat EBM); at the digits scale the FID's calibration at its sample size. A finished
+stage leaves <stage>/done.json and is skipped on the next run; an interrupted one resumes.
+Independent stages run --jobs at a time. The report: <out>/report.md, report.json, figures/ (docs/reproduce.md).
 The same program as tf-hat-ebm-reproduce: tf_hat_ebm.reproduction.pipeline.reproduce_command.
 """
 from tf_hat_ebm import cli  # TensorFlow-free: --help before TensorFlow loads, quiet TF logs
