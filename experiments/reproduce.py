@@ -14,7 +14,8 @@ the current samples, which is cooperative learning without batch norm, cooperati
 it, refinement without the residual Y); figures (Langevin paths, sample grids, the baselines
 beside the Hat EBM); at the digits scale the FID's calibration at its sample size. A finished
 stage leaves <stage>/done.json and is skipped on the next run; an interrupted one resumes.
-Independent stages run --jobs at a time. The report: <out>/report.md, report.json, figures/ (docs/reproduce.md).
+Independent stages run --jobs at a time. The report: <out>/report.md, report.json, figures/
+(docs/reproduce.md).
 The same program as tf-hat-ebm-reproduce: tf_hat_ebm.reproduction.pipeline.reproduce_command.
 """
 from tf_hat_ebm import cli  # TensorFlow-free: --help before TensorFlow loads, quiet TF logs
