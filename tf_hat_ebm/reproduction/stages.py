@@ -45,9 +45,9 @@ SCALES = {
         fid=('--num_samples=1000', '--runs=2'), ood=(), samples=('--num_samples=500',),
         # Medians of a full run, two stages side by side, one intra-op thread each (2-core AMD
         # EPYC, AVX512-BF16; docs/reproduce.md); a refinement's FID runs DDLS's chain too.
-        seconds=dict(synthesis=390, sngan=290, refinement=700, autoencoder=105, retrofit=455,
-                     fid=20, fid_refinement=235, ood=10, figures=145, release=60,
-                     calibration=10),
+        seconds=dict(synthesis=330, sngan=226, refinement=630, autoencoder=92, retrofit=406,
+                     fid=17, fid_refinement=227, ood=8, figures=104, release=60,
+                     calibration=7),
         seeds=(0, 1, 2), near_ood_classes=(0, 1, 2, 3, 4), calibrate=True),
     # The paper configs in float32, as the paper and the release trained.
     'paper': Scale(
