@@ -192,10 +192,12 @@ def collect_figures(out, stages, seed):
   montage = 'historical_generator_update.png'
   if historical_figure(out, seed, os.path.join(target, montage)):
     names.add(montage)
-  for name in os.listdir(target):
+  # figures/ is reproduce.py's own (OWN): only its stale copies go, never through a link
+  stale = [] if os.path.islink(target) else os.listdir(target)
+  for name in stale:
     path = os.path.join(target, name)
     if name.endswith('.png') and name not in names and not os.path.islink(path):
-      os.remove(path)  # figures/ is reproduce.py's own (OWN): only its stale copies go
+      os.remove(path)
   return sorted(names)
 
 

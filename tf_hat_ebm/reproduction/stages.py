@@ -257,9 +257,11 @@ class _Builder:
     """Langevin paths and sample grids of the first seed's models (every dataset's), and the
     baselines beside the Hat EBM's, after every other stage."""
     seed, cmds, outputs = self.o.seeds[0], [], []
+
+    def shown(base):  # every dataset's main models, and the ablation arms
+      return base.split('_')[0] in ('synthesis', 'refinement', 'retrofit') or base in ABLATIONS
     models = [st.name for st in self.stages if st.result == 'fid' and st.name.endswith(
-        f'_s{seed}') and (st.name.rsplit('_s', 1)[0].split('_')[0] in (
-            'synthesis', 'refinement', 'retrofit') or st.name.rsplit('_s', 1)[0] in ABLATIONS)]
+        f'_s{seed}') and shown(st.name.rsplit('_s', 1)[0])]
     for model in models:
       target = f'samples/{model.rsplit("_s", 1)[0]}'
       cmds.append(['python', 'experiments/sample.py', f'--workdir={model}', f'--output={target}',
@@ -312,7 +314,7 @@ def estimate(stage, options):
   if tiny:
     return tiny * len(stage.commands)
   seconds = SCALES[options.scale].seconds
-  alone = stage.result == 'fid' and '--nobaselines' in stage.commands[-1]
-  fid = seconds.get(f'fid_{stage.kind}', seconds['fid']) if stage.result == 'fid' else 0
-  fid = seconds['fid'] if alone else fid
-  return seconds[stage.kind] + fid
+  if stage.result != 'fid':
+    return seconds[stage.kind]
+  alone = '--nobaselines' in stage.commands[-1]  # no DDLS chain in its FID
+  return seconds[stage.kind] + seconds.get('fid' if alone else f'fid_{stage.kind}', seconds['fid'])

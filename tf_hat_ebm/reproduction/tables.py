@@ -241,25 +241,21 @@ def ood_table(records, scale, seeds, models=(('ood', ''),)):
   return _titled(3, lines + ['']), out
 
 
-# Cooperative learning without batch norm is the update of 'current samples' (tasks/synthesis.py):
-# the chain of Y from 0 over G(Z0) is the image-space chain from G(Z0), and G is fitted to its
-# samples at Z0 (no inferred Z). One run gives both of the paper's arms.
-CURRENT = 'current samples = cooperative learning without batch norm'
-ABLATIONS = (('historical bank (the paper)', 'synthesis', None),
-             (CURRENT, 'current', 'current'),
-             ('cooperative learning (batch-norm generator)', 'coop_bn', 'coop_bn'),
-             ('refinement with the residual Y (the paper)', 'refinement', None),
-             ('refinement without the residual, U(z) = H(G(z))', 'noresidual', 'noresidual'))
+CURRENT = 'current samples = cooperative learning without batch norm'  # one run: COOP_NOTE
+# (row label, stage prefix, the paper's claims of the arm: keys of paper.ABLATIONS)
+ABLATIONS = (('historical bank (the paper)', 'synthesis', ()),
+             (CURRENT, 'current', ('current', 'coop')),
+             ('cooperative learning (batch-norm generator)', 'coop_bn', ('coop_bn',)),
+             ('refinement with the residual Y (the paper)', 'refinement', ()),
+             ('refinement without the residual, U(z) = H(G(z))', 'noresidual', ('noresidual',)))
 
 
 def ablation_table(records, seeds):
   """FID of the Hat EBM samples of each ablation arm beside its reference arm."""
   rows, out = [], []
-  for label, prefix, claim in ABLATIONS:
+  for label, prefix, claims in ABLATIONS:
     m = Measured(records, prefix, 'hat_ebm', seeds)
-    claims = [paper.ABLATIONS[c] for c in (('current', 'coop') if claim == 'current' else (claim,))
-              if c in paper.ABLATIONS]
-    rows.append((label, m, '; '.join(claims) or 'the reference arm'))
+    rows.append((label, m, '; '.join(paper.ABLATIONS[c] for c in claims) or 'the reference arm'))
     out.append(m.json(label))
   headers = [''] + _heads(_runs(rows), len(seeds)) + ['paper', 'stages']
   cells = [[label] + m.cells() + [claim, m.stages()] for label, m, claim in rows]
