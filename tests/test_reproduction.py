@@ -301,6 +301,8 @@ def test_records_of_another_scale_or_config_or_garbled_are_refused(tmp_path, edi
 
 def test_independent_stages_run_concurrently_and_dependencies_wait(tmp_path, monkeypatch):
   monkeypatch.delenv('TF_NUM_INTRAOP_THREADS', raising=False)
+  monkeypatch.delenv('TF_NUM_INTEROP_THREADS', raising=False)
+  monkeypatch.setattr(os, 'cpu_count', lambda: 2)
   o = options(tmp_path, seeds=(0,), parts=('refinement', 'retrofit'), jobs='2')
   lock, running, log, threads = threading.Lock(), set(), [], []
   fake = FakeScripts(str(tmp_path))
@@ -314,7 +316,7 @@ def test_independent_stages_run_concurrently_and_dependencies_wait(tmp_path, mon
     code = fake(argv, out_log, env)
     with lock:
       running.discard(name)
-    threads.append(env.get('TF_NUM_INTRAOP_THREADS'))
+    threads.append((env.get('TF_NUM_INTRAOP_THREADS'), env.get('TF_NUM_INTEROP_THREADS')))
     return code
 
   records = run(o, slow)
@@ -322,8 +324,13 @@ def test_independent_stages_run_concurrently_and_dependencies_wait(tmp_path, mon
   assert max(len(r) for r in log) == 2  # two at a time, never more
   # The two first-ready stages (the SN-GAN, the autoencoder) share the cores; a stage that runs
   # alone keeps them all.
-  assert threads[:2] == [str(max(1, (os.cpu_count() or 1) // 2))] * 2
-  assert 'TF_NUM_INTRAOP_THREADS' not in runner_lib.Runner([], o).env(1)
+  # (one intra-op and one inter-op thread each on 2 cores)
+  assert threads[:2] == [('1', '1')] * 2
+  alone = runner_lib.Runner([], o).env(1)
+  assert 'TF_NUM_INTRAOP_THREADS' not in alone and 'TF_NUM_INTEROP_THREADS' not in alone
+  monkeypatch.setattr(os, 'cpu_count', lambda: 8)  # a pool of 4 each: inter-op left to TF
+  shared = runner_lib.Runner([], o).env(2)
+  assert shared['TF_NUM_INTRAOP_THREADS'] == '4' and 'TF_NUM_INTEROP_THREADS' not in shared
   order = [w for script, w in fake.calls if script.startswith('train_')]
   assert order.index('refinement_s0') > order.index('sngan_s0')
   assert order.index('retrofit_s0') > order.index('autoencoder_s0')
