@@ -59,6 +59,16 @@ def test_tfds_datasets_with_mock_data(name, size, channels):
   assert batch.shape == (4, size, size, channels)
   assert float(tf.reduce_min(batch)) >= -1.0 and float(tf.reduce_max(batch)) <= 1.0
   assert sum(evals) == 12
+  with tfds.testing.mock_data(num_examples=12):  # tfds sources keep tf.data's autotuning
+    assert data.train_dataset(cfg, 4).options().autotune.enabled is not False
+
+
+def test_digits_datasets_do_not_autotune():
+  # tf.data's autotuning thread sleeps up to a minute and a destroyed iterator waits for it: a
+  # digits run took up to 54 s to exit after its last line. The embedded digits need no tuning.
+  cfg = tiny().data
+  for ds in (data.train_dataset(cfg, 8), data.eval_dataset(cfg, 'test', 8)):
+    assert ds.options().autotune.enabled is False
 
 
 def test_imagenet_random_resized_crop_shape():

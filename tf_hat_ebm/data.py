@@ -202,6 +202,17 @@ def images_dataset(cfg, split, input_context=None, training=True):
   return ds.map(preprocess_fn(cfg, training), num_parallel_calls=tf.data.AUTOTUNE)
 
 
+def _tuned(ds, cfg):
+  """tf.data autotuning for tfds sources; off for the embedded digits, which need none: its thread
+  sleeps up to a minute between rounds and the iterator waits for it when destroyed (digits runs
+  took up to 54 s to exit after their last line)."""
+  if cfg.name != 'digits':
+    return ds
+  options = tf.data.Options()
+  options.autotune.enabled = False
+  return ds.with_options(options)
+
+
 def train_dataset(cfg, global_batch_size, input_context=None):
   """Shuffled, repeated, per-replica-batched training images (static shapes)."""
   batch = (input_context.get_per_replica_batch_size(global_batch_size)
@@ -210,12 +221,13 @@ def train_dataset(cfg, global_batch_size, input_context=None):
   if cfg.cache:
     ds = ds.cache()
   ds = ds.shuffle(cfg.shuffle_buffer, seed=cfg.seed).repeat()
-  return ds.batch(batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+  return _tuned(ds.batch(batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE), cfg)
 
 
 def eval_dataset(cfg, split, batch_size):
   """One pass over split, in order, batched (last batch may be smaller)."""
-  return images_dataset(cfg, split, training=False).batch(batch_size).prefetch(tf.data.AUTOTUNE)
+  ds = images_dataset(cfg, split, training=False).batch(batch_size).prefetch(tf.data.AUTOTUNE)
+  return _tuned(ds, cfg)
 
 
 # Out-of-distribution sets of evaluation/ood.py: tfds sets resized to the model's resolution, or
