@@ -43,11 +43,12 @@ SCALES = {
         configs=dict(synthesis='digits_synth', sngan='digits_sngan', refinement='digits_refine',
                      autoencoder='digits_autoencoder', retrofit='digits_retrofit'),
         fid=('--num_samples=1000', '--runs=2'), ood=(), samples=('--num_samples=500',),
-        # Medians of a full run, two stages side by side, one intra-op thread each (2-core AMD
-        # EPYC, AVX512-BF16; docs/reproduce.md); a refinement's FID runs DDLS's chain too.
-        seconds=dict(synthesis=330, sngan=226, refinement=630, autoencoder=92, retrofit=406,
-                     fid=17, fid_refinement=227, ood=8, figures=104, release=60,
-                     calibration=7),
+        # Medians of a full run (training processes without their exit waits), two stages side
+        # by side, one thread each (2-core AMD EPYC, AVX512-BF16; docs/reproduce.md); a
+        # refinement's FID runs DDLS's chain too.
+        seconds=dict(synthesis=292, sngan=198, refinement=568, autoencoder=89, retrofit=379,
+                     fid=14, fid_refinement=215, fid_retrofit=36, ood=6, figures=101,
+                     release=60, calibration=7),
         seeds=(0, 1, 2), near_ood_classes=(0, 1, 2, 3, 4), calibrate=True),
     # The paper configs in float32, as the paper and the release trained.
     'paper': Scale(
