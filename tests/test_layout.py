@@ -16,7 +16,7 @@ LAYERS = (
      'reproduction.tables'),
     ('generators', 'trained_run', 'run_record', 'summaries', 'digits_eval', 'evaluation.features',
      'release_import', 'tasks.synthesis', 'tasks.joint', 'tasks.sngan', 'tasks.autoencoder'),
-    ('actions', 'trainer', 'run_lib'),
+    ('actions', 'trainer', 'result_files'),
     ('export', 'samples', 'evaluation.ood', 'evaluation.fid', 'evaluation.compare',
      'evaluation.rows', 'evaluation.calibration'),
     ('cli',),

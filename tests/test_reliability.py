@@ -25,7 +25,7 @@ from tf_hat_ebm import registry
 from tf_hat_ebm import generators
 from tf_hat_ebm import errors
 from tf_hat_ebm import outputs
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import result_files
 from tf_hat_ebm import trainer as trainer_lib
 from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm import workdir as workdir_lib
@@ -413,14 +413,14 @@ def test_failed_export_removes_its_staging_dir_and_keeps_the_old_export(
 
 def test_result_file_is_never_replaced_by_nan_or_silently(tmp_path):
   path = str(tmp_path / 'fid.json')
-  run_lib.write_json(path, {'fid': 1.5})
+  result_files.write_json(path, {'fid': 1.5})
   with pytest.raises(ValueError, match=r'fid\.json exists: pass --overwrite'):
-    run_lib.check_output_file(path, overwrite=False)
-  run_lib.check_output_file(path, overwrite=True)
+    result_files.check_output_file(path, overwrite=False)
+  result_files.check_output_file(path, overwrite=True)
   with pytest.raises(ValueError, match='is a directory'):
-    run_lib.check_output_file(str(tmp_path), overwrite=True)
+    result_files.check_output_file(str(tmp_path), overwrite=True)
   with pytest.raises(ValueError, match=r'fid\.json not written: the result holds NaN'):
-    run_lib.write_json(path, {'fid': float('nan')})
+    result_files.write_json(path, {'fid': float('nan')})
   assert json.load(open(path)) == {'fid': 1.5}
   assert os.listdir(tmp_path) == ['fid.json']
 

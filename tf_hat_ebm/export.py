@@ -35,7 +35,7 @@ import tf_hat_ebm
 from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
 from tf_hat_ebm import outputs
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import result_files
 from tf_hat_ebm import text as text_lib
 from tf_hat_ebm import trained_run
 # num_samples is int64 (an int32 input would wrap 2**32 + 4 to 4); one call makes at most this many.
@@ -478,7 +478,7 @@ def export_run(workdir, output=None, path_steps=None, overwrite=False, **load):
   out = outputs.OwnedOutput(output, 'export', overwrite, 'output')
   out.check()  # before any work
   run = trained_run.load_run(workdir, **load)
-  module = build_module(run, path_steps=run_lib.int_list(path_steps, 'path_steps'))
+  module = build_module(run, path_steps=result_files.int_list(path_steps, 'path_steps'))
   with out:  # staged first: a failed export (disk full, Ctrl-C, ...) leaves the old one intact
     save(module, out.staging)
     out.commit()

@@ -15,7 +15,7 @@ from tf_hat_ebm import export
 from tf_hat_ebm import figures
 from tf_hat_ebm import outputs
 from tf_hat_ebm import progress as progress_lib
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import result_files
 from tf_hat_ebm import trained_run
 from tf_hat_ebm import workdir as workdir_lib
 
@@ -178,7 +178,7 @@ def sample_run(workdir=None, saved_model=None, output=None, num_samples=100, see
   out.check()  # before the model is loaded
   if workdir:
     run = trained_run.load_run(workdir, **load)
-    model = export.build_module(run, path_steps=run_lib.int_list(path_steps, 'path_steps'))
+    model = export.build_module(run, path_steps=result_files.int_list(path_steps, 'path_steps'))
     step, source = run.step, f'step {run.step} of {run_name(workdir)}'
   else:
     model, step, source = (export.load_saved_model(saved_model, 'saved_model'), 0,
@@ -202,7 +202,7 @@ def gallery(workdir, out='docs/gallery.png', num=36, path_chains=3, seed=0, over
   """tf-hat-ebm-gallery: the README's figure, `num` samples X = G(Z) + Y, G(Z) and Y of the
   run's sampling chain as three labelled panels, the Langevin path of `path_chains` chains
   below them, in one PNG `out`. Returns the image [height, width, 4]."""
-  run_lib.check_output_file(out, overwrite)
+  result_files.check_output_file(out, overwrite)
   run = trained_run.load_run(workdir, **load)
   module = export.build_module(run)
   drawn = module.sample(num_samples=num, seed=seed)

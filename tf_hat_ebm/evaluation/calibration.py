@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_hat_ebm import data as data_lib
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import result_files
 from tf_hat_ebm import trained_run
 from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
@@ -134,7 +134,7 @@ def calibrate_command(workdir, output, num=1000, runs=3, samples=(), feature_cac
   """tf-hat-ebm-calibrate-fid: `calibrate` for the dataset of `workdir`'s run, and `coverage`
   of each label=samples.npz in `samples`; writes `output` (JSON)."""
   files = _sample_files(samples)
-  run_lib.check_output_file(output, overwrite)
+  result_files.check_output_file(output, overwrite)
   data_cfg = trained_run.load_config(workdir).data
   if data_cfg.name != 'digits':
     raise ValueError(f'--workdir={workdir} is a {data_cfg.name} run: the calibration uses the '
@@ -151,7 +151,7 @@ def calibrate_command(workdir, output, num=1000, runs=3, samples=(), feature_cac
     with np.load(path) as npz:
       found[label] = dict(coverage(npz['images'], net, data_cfg, cal), num=len(npz['images']))
   os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
-  run_lib.write_json(output, dict(calibration=cal, coverage=found, missing=missing))
+  result_files.write_json(output, dict(calibration=cal, coverage=found, missing=missing))
   print(f'FID at N = {num}: floor {cal["floor"]["mean"]:.2f}, memorisation bound '
         f'{cal["memorisation"]["mean"]:.2f}, missing class {cal["dropped_class"]["mean"]:.2f}')
   for label, c in found.items():

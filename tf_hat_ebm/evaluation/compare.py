@@ -15,7 +15,7 @@ from tf_hat_ebm import export
 from tf_hat_ebm import figures
 from tf_hat_ebm import langevin
 from tf_hat_ebm import outputs
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import result_files
 from tf_hat_ebm import trained_run
 from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm.evaluation import features
@@ -133,7 +133,8 @@ def compare_run(workdir, out=None, num=100, seed=0, fid_samples=1000, fid_runs=2
       table = digits_table(run.model, sampler, run.config, samples, net, workdir, fid_samples,
                            fid_runs, seed, batch_size)
       print_scores(table, net, fid_samples, fid_runs)
-      run_lib.write_json(os.path.join(output.staging, 'scores.json'), dict(step=run.step, **table))
+      result_files.write_json(os.path.join(output.staging, 'scores.json'),
+                              dict(step=run.step, **table))
     output.commit()
   print(f'{run.config.name} at step {run.step}: wrote {", ".join(samples)} and side_by_side.png '
         f'(left to right) to {out_dir}')

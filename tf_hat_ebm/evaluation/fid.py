@@ -22,7 +22,7 @@ import tensorflow_gan as tfgan
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import progress
 from tf_hat_ebm import registry
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import result_files
 from tf_hat_ebm import trained_run
 from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm import summaries
@@ -273,7 +273,7 @@ def evaluate_run(workdir, num_samples=None, runs=3, batch_size=250,
   (an existing one only with `overwrite`, never a non-finite result) and logged to the
   workdir's TensorBoard (eval/fid_<method>) at the checkpoint's step. Returns the result."""
   path = os.path.join(workdir, 'fid.json')
-  run_lib.check_output_file(path, overwrite)
+  result_files.check_output_file(path, overwrite)
   run, rows_of = load_for_fid(workdir, **load)
   data_cfg = run.config.data
   inception = feature_net_name(data_cfg, feature_net) == 'inception'
@@ -296,7 +296,7 @@ def evaluate_run(workdir, num_samples=None, runs=3, batch_size=250,
                 num_samples=num_samples, runs=runs, data_test_vs_train=data_fid,
                 reference=f'{data_cfg.name}/{data_cfg.train_split}',
                 **{key: fids[key] for key, _ in methods})
-  run_lib.write_json(path, result)
+  result_files.write_json(path, result)
   summaries.log_evaluation(
       workdir, run.step, {**{f'fid_{key}': mean_std(fids[key])[0] for key, _ in methods},
                           'fid_data_test_vs_train': data_fid}, summaries.EVAL)

@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
 from tf_hat_ebm import cli
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import result_files
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.reproduction import children as children_lib
 from tf_hat_ebm.reproduction import stages as stages_lib
@@ -97,8 +97,8 @@ def file_sha256(path):
 
 
 def write_json(path, data):
-  """The project's atomic JSON write (run_lib.write_json), its failures as one-line errors."""
-  _written(path, lambda: run_lib.write_json(path, data))
+  """The project's atomic JSON write (result_files.write_json), its failures as one-line errors."""
+  _written(path, lambda: result_files.write_json(path, data))
 
 
 def write_text(path, text):
