@@ -25,8 +25,8 @@ LAYERS = (
 MAX_SCRIPT_LINES, MAX_FUNCTION_LINES = 120, 40
 
 
-def package_imports():
-  """{module: the package's modules it imports, anywhere in its file} for tf_hat_ebm/."""
+def package_files():
+  """{module: its file} for tf_hat_ebm/, modules named below the package ('evaluation.fid')."""
   files = {}
   for root, _, names in os.walk(os.path.join(REPO, 'tf_hat_ebm')):
     for name in names:
@@ -34,6 +34,12 @@ def package_imports():
         path = os.path.join(root, name)
         module = os.path.relpath(path, os.path.join(REPO, 'tf_hat_ebm'))[:-3]
         files[module.replace(os.sep, '.')] = path
+  return files
+
+
+def package_imports():
+  """{module: the package's modules it imports, anywhere in its file} for tf_hat_ebm/."""
+  files = package_files()
   imports = {}
   for module, path in files.items():
     with open(path) as f:
@@ -55,6 +61,18 @@ def test_imports_form_no_circle_and_go_down_the_layers():
   assert sorted(layer) == sorted(imports), 'a module missing from LAYERS (and docs/code.md)'
   backward = [(m, d) for m, deps in imports.items() for d in deps if layer[d] > layer[m]]
   assert not backward, backward
+
+
+def test_one_name_per_thing():
+  # Two classes of one name (a restored run and a run's record were both `Run`) read as one
+  # thing wherever the module prefix is dropped: a docstring, a traceback, a reader's memory.
+  defined = {}
+  for module, path in package_files().items():
+    with open(path) as f:
+      for node in ast.parse(f.read()).body:
+        if isinstance(node, ast.ClassDef):
+          defined.setdefault(node.name, []).append(module)
+  assert not {name: m for name, m in defined.items() if len(m) > 1}
 
 
 def test_every_script_is_flags_and_one_call():

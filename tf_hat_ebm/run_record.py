@@ -59,7 +59,7 @@ def summary_line(summary):
           f'loop {s["tracing_s"]:.1f} s')
 
 
-class Run:
+class RunRecord:
   """Clock and record of one training process in a workdir; `write=False` on non-chief workers."""
 
   def __init__(self, workdir, write=True, log=print):
