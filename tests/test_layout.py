@@ -3,8 +3,10 @@ script under experiments/ is flags plus one call. Reads source only: millisecond
 import ast
 import graphlib
 import os
+import re
 
 from conftest import REPO
+from tf_hat_ebm import registry
 
 # docs/code.md's layer table, bottom up: a module imports only modules of its own layer or below.
 LAYERS = (
@@ -61,6 +63,37 @@ def test_imports_form_no_circle_and_go_down_the_layers():
   assert sorted(layer) == sorted(imports), 'a module missing from LAYERS (and docs/code.md)'
   backward = [(m, d) for m, deps in imports.items() for d in deps if layer[d] > layer[m]]
   assert not backward, backward
+
+
+def test_the_registry_holds_kinds_only():
+  # A test's sizes are the tests' (conftest.KIND_SIZES), a benchmark's variants the benchmark's
+  # (step_time.variants_of): every hook a kind has is one the library itself asks of it.
+  asked = set()
+  for path in package_files().values():
+    with open(path) as f:
+      asked |= set(re.findall(r"hook\('(\w+)'", f.read()))
+  hooks = {name for kind in registry.KINDS.values() for name in kind.hooks}
+  assert not {'tiny', 'speed_variants'} & hooks
+  assert hooks <= asked, f'hooks nothing in tf_hat_ebm/ asks for: {sorted(hooks - asked)}'
+
+
+def literal_lists(path):
+  """{module-level name: its values} of every tuple or list of constants the file writes."""
+  with open(path) as f:
+    return {t.id: frozenset(e.value for e in node.value.elts)
+            for node in ast.parse(f.read()).body if isinstance(node, ast.Assign)
+            and isinstance(node.value, (ast.Tuple, ast.List)) and len(node.value.elts) > 1
+            and all(isinstance(e, ast.Constant) for e in node.value.elts)
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
+def test_every_choice_list_is_written_once_in_validation():
+  # A second literal copy of a choice list drifts from the one the configs are checked against.
+  files = package_files()
+  lists = set(literal_lists(files.pop('validation')).values())
+  copies = [f'{module}.{name}' for module, path in files.items()
+            for name, values in literal_lists(path).items() if values in lists]
+  assert not copies
 
 
 def test_one_name_per_thing():

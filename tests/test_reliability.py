@@ -661,6 +661,8 @@ def test_validation_catches_values_that_reverse_or_break_a_run(field, value, mes
     ('digits_synth', 'data.resize_method', 'cubic', 'data.resize_method must be one of bilinear'),
     ('digits_sngan', 'optim.lr_decay', 'cosine', 'optim.lr_decay must be one of linear, constant'),
     ('digits_synth', 'model.init', 'he', 'model.init must be one of glorot, mimicry'),
+    ('digits_refine', 'perf.jit_compile', 'yes', 'perf.jit_compile must be one of auto, on, off'),
+    ('digits_synth', 'training.guard.action', 'pause', 'training.guard.action must be one of auto'),
     ('digits_refine', 'generator.source', 'pickle', 'generator.source must be one of sngan'),
     ('digits_synth', 'sampling.steps', 10**11, 'sampling.steps must be an integer >= 0 and <= '),
     ('digits_synth', 'langevin.step_size', 1e30, 'langevin.step_size must be a finite number > 0 '

@@ -12,7 +12,6 @@ never runs. Each error is one ValueError naming the field (and the file, for a c
 import math
 
 from tf_hat_ebm import config as config_lib
-from tf_hat_ebm import guard as guard_lib
 
 OPTIONAL_FLOATS = config_lib.OPTIONAL_FLOATS  # None: off
 FLOAT32_MAX = 3.4028234663852886e38
@@ -30,6 +29,8 @@ RESIZE_METHODS = ('bilinear', 'nearest', 'bicubic', 'area', 'lanczos3', 'lanczos
                   'mitchellcubic')  # tf.image.resize's
 LR_DECAYS = ('linear', 'constant')
 INITS = ('glorot', 'mimicry')
+GUARD_ACTIONS = ('auto', 'stop', 'rollback', 'warn', 'off')  # training.guard.action (guard.py)
+JIT_COMPILE_SETTINGS = ('auto', 'on', 'off')  # perf.jit_compile (perf.py)
 # Sane upper bounds: far above any run the paper or the release made, far below what overflows
 # TensorFlow's int32 shapes or float32, or would run for days before the first line is printed.
 MAX_SEED = 2**31 - 1
@@ -231,7 +232,7 @@ def check_training(t, source=None):
     number('rollback_lr_factor', 0, high=1, strict_low=True, strict_high=True)
   g = t.get('guard')
   if g is not None:
-    _check_choice('training.guard.action', g.get('action'), guard_lib.ACTIONS, source)
+    _check_choice('training.guard.action', g.get('action'), GUARD_ACTIONS, source)
     for key, low in (('patience', 1), ('window', 1), ('warmup', 0), ('trend_window', 0),
                      ('early', 0)):
       if key in g or key in ('patience', 'window', 'warmup'):  # trend fields: newer configs
@@ -309,6 +310,8 @@ def check_data_and_model(config, source=None):
   perf = config.get('perf') or {}
   if 'precision' in perf:
     _check_choice('perf.precision', perf.precision, ('auto',) + PRECISIONS, source)
+  if 'jit_compile' in perf:
+    _check_choice('perf.jit_compile', perf.jit_compile, JIT_COMPILE_SETTINGS, source)
 
 
 def check_generator(config, source=None):
