@@ -22,7 +22,7 @@ LAYERS = (
     ('export', 'samples', 'evaluation.ood', 'evaluation.fid', 'evaluation.compare',
      'evaluation.rows', 'evaluation.calibration'),
     ('cli',),
-    ('reproduction.runner', 'reproduction.pipeline'),
+    ('reproduction.runner', 'reproduction.pipeline', 'reproduction.command'),
 )
 MAX_SCRIPT_LINES, MAX_FUNCTION_LINES = 120, 40
 
@@ -63,6 +63,15 @@ def test_imports_form_no_circle_and_go_down_the_layers():
   assert sorted(layer) == sorted(imports), 'a module missing from LAYERS (and docs/code.md)'
   backward = [(m, d) for m, deps in imports.items() for d in deps if layer[d] > layer[m]]
   assert not backward, backward
+
+
+def test_nothing_of_the_library_imports_the_reproduction():
+  # The reproduction runs the library's commands (runner.py imports cli): the library naming it
+  # back, even a TensorFlow-free table of it, is an arrow up (the command line names the
+  # reproduce command's flags and flow as 'module:function' strings instead).
+  up = [(m, d) for m, deps in package_imports().items() for d in deps
+        if d.startswith('reproduction.') and not m.startswith('reproduction.')]
+  assert not up, up
 
 
 def test_the_registry_holds_kinds_only():

@@ -16,7 +16,7 @@ import os
 import sys
 import textwrap
 import traceback
-from typing import Callable, Optional, Tuple
+from typing import Callable, Optional, Tuple, Union
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 
@@ -120,12 +120,14 @@ def resolve_config(argv):
 @dataclasses.dataclass(frozen=True)
 class Command:
   """A program: `define(flag_values)` defines its flags, `flow` ('module:function') takes them
-  as keyword arguments (FLOW_ARGS renames) and does the work; --help shows the rest."""
+  as keyword arguments (FLOW_ARGS renames) and does the work; --help shows the rest. A command
+  of a layer above this one (the reproduction) names its `define` as 'module:function' too, so
+  that this module imports nothing of it."""
   name: str                      # console command: tf-hat-ebm-<name>
   script: str                    # experiments/<script>, the same program in a checkout
   summary: str
   examples: Tuple[str, ...]      # argument lines, each shown after the program's name
-  define: Callable[[flags.FlagValues], None]
+  define: Union[Callable[[flags.FlagValues], None], str]
   flow: str
   description: str = ''
   # The command takes --config: a shipped config's name as its default, or '' for none.
@@ -307,36 +309,6 @@ def _define_calibrate(fv):
   flags.DEFINE_bool('overwrite', False, 'Replace an existing --output.', flag_values=fv)
 
 
-def _define_reproduce(fv):
-  # The stage table is TensorFlow-free too: its scales and parts are the flags' choices.
-  from tf_hat_ebm.reproduction.stages import PARTS, SCALES  # pylint: disable=g-import-not-at-top
-  flags.DEFINE_enum('scale', 'digits', list(SCALES), 'digits (CPU) or paper (the paper '
-                    'configs).', flag_values=fv)
-  flags.DEFINE_list('seeds', None, 'Training seeds (default: 0,1,2; paper scale: 0).',
-                    flag_values=fv)
-  flags.DEFINE_string('out', None, 'Output directory (default: reproduce/<scale>).',
-                      flag_values=fv)
-  flags.DEFINE_list('parts', list(PARTS), 'Parts to run (with the stages they need): '
-                    + ', '.join(PARTS) + '.', flag_values=fv)
-  flags.DEFINE_string('size', None, "Every config's size (get_config's argument), e.g. tiny: "
-                      'seconds-long runs (the tests).', flag_values=fv)
-  flags.DEFINE_string('tpu', None, 'TPU name or "local", for the training scripts.',
-                      flag_values=fv)
-  flags.DEFINE_string('data_dir', None, 'tfds data_dir of the paper datasets.', flag_values=fv)
-  flags.DEFINE_string('inception_path', None, 'Local TF-GAN Inception for FID.', flag_values=fv)
-  flags.DEFINE_string('precision', None, 'perf.precision of every training (default: float32 '
-                      "at the paper scale, each config's own at digits scale).", flag_values=fv)
-  flags.DEFINE_string('release_sngan', None, "Directory of the release's CIFAR-10 refinement "
-                      '(ebm.ckpt, gen.ckpt): its published SN-GAN is the refinement baseline.',
-                      flag_values=fv)
-  flags.DEFINE_string('jobs', 'auto', 'Stages run at once (auto: 1 at paper scale, else up to '
-                      '2).', flag_values=fv)
-  flags.DEFINE_bool('dry_run', False, "Print every stage's commands and resolved config; run "
-                    'nothing.', flag_values=fv)
-  flags.DEFINE_bool('overwrite', False, 'Write into a non-empty --out that reproduce.py did not '
-                    'make (only its own files; others are never replaced).', flag_values=fv)
-
-
 COMMANDS = {c.name: c for c in (
     Command('train', 'train.py', 'Trains any experiment: the kind of run comes from the '
             "config's `experiment`.",
@@ -403,7 +375,8 @@ COMMANDS = {c.name: c for c in (
             'resumable stages, and a report.',
             ('', '--dry_run', '--scale=paper --tpu=my-tpu --data_dir=gs://bucket/tfds '
              '--inception_path=/data/inception --out=/data/reproduce'),
-            _define_reproduce, 'tf_hat_ebm.reproduction.pipeline:reproduce_command',
+            'tf_hat_ebm.reproduction.command:define_flags',
+            'tf_hat_ebm.reproduction.pipeline:reproduce_command',
             'A finished stage leaves <out>/<stage>/done.json and is skipped on the next run; an '
             'interrupted one resumes. Writes <out>/report.md, report.json and figures/.',
             required=()),
@@ -506,7 +479,8 @@ def _define(command, argv):
           'config', default or None,
           'Experiment config: a shipped config\'s name (see below) or a config file.',
           flag_values=fv, lock_config=True, sys_argv=argv)
-    command.define(fv)
+    define = _load(command.define) if isinstance(command.define, str) else command.define
+    define(fv)
     flags.mark_flags_as_required(command.required, flag_values=fv)
   except (AttributeError, KeyError, TypeError, ValueError, OSError, SyntaxError) as e:
     fail(_config_flag_error(e, argv))
@@ -559,9 +533,14 @@ def main(name, argv=None, default_config=None):
   # Libraries' INFO logs (tfds, SavedModel writing) would bury the one-line errors; the
   # commands print their own progress.
   logging.set_verbosity(logging.WARNING)
-  module, _, function = command.flow.partition(':')
-  flow = getattr(importlib.import_module(module), function)
+  flow = _load(command.flow)
   return main_guard(lambda: flow(**flow_arguments(fv)))
+
+
+def _load(spec):
+  """The function a 'module:function' string names, imported now."""
+  module, _, function = spec.partition(':')
+  return getattr(importlib.import_module(module), function)
 
 
 # The console commands (pyproject.toml's [project.scripts]).
