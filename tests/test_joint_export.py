@@ -33,6 +33,10 @@ def test_joint_export_round_trip_with_refine(saved_decoder, tmp_path):  # noqa: 
   sample = module.sample(tf.constant(5, tf.int64), tf.constant(7, tf.int64))
   path = module.sample_path(tf.constant(5, tf.int64), tf.constant(7, tf.int64))
   np.testing.assert_allclose(path['images'][-1].numpy(), sample['images'].numpy(), atol=1e-5)
+  # The model card describes the joint chain as the FID report does: both step sizes.
+  s = run.model.sampling
+  assert f'| sampling chain | {s.describe()} |' in export.model_card(module, run)
+  assert f'eps_z={s.latent_step_size:g}' in s.describe()
   out = str(tmp_path / 'exported')
   export.save(module, out)
   np.save(tmp_path / 'latents.npy', latents.numpy())

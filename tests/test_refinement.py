@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import generators
+from tf_hat_ebm import langevin
 from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm.tasks import joint
 from tf_hat_ebm.trainer import Trainer
@@ -172,6 +173,8 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
   assert labels == ['SN-GAN G(Z0) (20)', 'DDLS (Langevin in z, SN-GAN D) (20)',
                     'Hat EBM X = G(Z_K) + Y_K (20)', 'data: test split (297)']
   assert 'features: digits classifier penultimate layer' in result.stdout
+  chain = langevin.ChainSettings.from_config(config.sampling).describe()
+  assert f'sampling chain {chain}; DDLS K=2' in result.stdout and 'eps_z=' in chain
   with open(os.path.join(run_dir, 'fid.json')) as f:
     saved = json.load(f)
   for method in ('generator', 'ddls', 'hat_ebm'):

@@ -355,7 +355,7 @@ Models from Generator Latent Spaces with Hat EBM.* NeurIPS 2022. Written by tf_h
 | data | {text_lib.markdown(config.data.name)}, images [{h}, {w}, {c}] in [-1, 1] |
 | training step | {int(run.step)} |{_generator_row(run)}
 | precision | {module._precision_name} |
-| sampling chain | K={s.steps}, eps={s.step_size:g}, T={s.temperature:g} |
+| sampling chain | {s.describe()} |
 
 Measured (the workdir's evaluation files at export):
 {chr(10).join(measured)}
@@ -484,8 +484,7 @@ def export_run(workdir, output=None, path_steps=None, overwrite=False, **load):
     out.commit()
   s = run.model.sampling
   print(f'Exported step {run.step} of {workdir} to {output}\n'
-        f'  sample(num_samples, seed): K={s.steps}, eps={s.step_size:g}, T={s.temperature:g}, '
-        f'Y0 scale={s.init_scale:g}; images {module.expected_shape} in [-1, 1]\n'
+        f'  sample(num_samples, seed): {s.describe()}; images {module.expected_shape} in [-1, 1]\n'
         f'  sample_path steps: {list(module.path_steps.numpy())}\n'
         f'  energy(images): float32 {module.expected_shape} -> [N]')
   return module

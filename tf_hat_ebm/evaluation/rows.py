@@ -21,8 +21,7 @@ def synthesis(run, net, train, num_samples, runs, seed, batch_size, baselines=Tr
   """The Hat EBM's samples X = G(Z) + Y and (`baselines`) its generator alone G(Z)."""
   module = export.build_module(run)
   fids = fid.sample_fids(module, net, train, num_samples, batch_size, runs, seed)
-  s = run.model.sampling
-  chain = f'K={s.steps}, eps={s.step_size:g}, T={s.temperature:g}, Y0 scale={s.init_scale:g}'
+  chain = run.model.sampling.describe()
   rows = [('hat_ebm', 'Hat EBM samples X = G(Z) + Y'), ('generator', 'generator alone G(Z)')]
   return rows[:2 if baselines else 1], fids, chain
 
@@ -36,10 +35,8 @@ def joint(run, net, train, num_samples, runs, seed, batch_size, baselines=True):
   gan = {'sngan': 'SN-GAN', 'autoencoder': 'decoder'}.get(run.config.generator.source, 'generator')
   rows = [('generator', f'{gan} G(Z0)'), ('ddls', 'DDLS (Langevin in z, SN-GAN D)'),
           ('hat_ebm', 'Hat EBM X = G(Z_K) + Y_K')]
-  s, d = run.model.sampling, run.config.ddls
-  chain = (f'K={s.steps}, eps_y={s.step_size:g}, eps_z={s.latent_step_size:g}, '
-           f'T={s.temperature:g}, prior sigma={s.prior_sigma}; DDLS K={d.steps}, '
-           f'eps={d.step_size:g}')
+  d = run.config.ddls
+  chain = f'{run.model.sampling.describe()}; DDLS K={d.steps}, eps={d.step_size:g}'
   return [r for r in rows if r[0] in fids], fids, chain
 
 
