@@ -117,6 +117,20 @@ def test_one_name_per_thing():
   assert not {name: m for name, m in defined.items() if len(m) > 1}
 
 
+def test_measured_numbers_are_the_docs_not_the_configs():
+  # A config's docstring says what the run is, its command and what to expect; the FIDs and
+  # costs it measured change with every rerun and live in docs/ (digits_settings.md, results.md).
+  measured = re.compile(r'(FID|scored)[^.;:]*\d\.\d|\d+(\.\d+)? ?(s|min|minutes|h|hours)\b')
+  directory = os.path.join(REPO, 'experiments', 'configs')
+  found = {}
+  for name in sorted(os.listdir(directory)):
+    if name.endswith('.py'):
+      with open(os.path.join(directory, name)) as f:
+        doc = ast.get_docstring(ast.parse(f.read())) or ''
+      found.update({name: m.group(0) for m in [measured.search(doc)] if m})
+  assert not found
+
+
 def test_every_script_is_flags_and_one_call():
   directory = os.path.join(REPO, 'experiments')
   for name in sorted(os.listdir(directory)):

@@ -1,10 +1,10 @@
 """How a training step is run, not what it computes: XLA for the whole step (`perf.jit_compile`).
 
-'auto' decides by the platform and the network's size, from benchmarks/step_time.py (docs/speed.md):
-on the project's CPUs XLA:CPU's convolutions ran 3-4x slower than oneDNN's at the batches the
-configs use (16-32), the compile took 80 s for the digits step and over 20 minutes for CIFAR-10's,
-and mixed bfloat16 does not compile; a TPU strategy compiles the step anyway. So 'auto' turns XLA
-on only on a single GPU and for small networks (digits-sized), where it compiles in seconds.
+'auto' decides by the platform and the network's size, from benchmarks/step_time.py (measured in
+docs/speed.md, "XLA"): on the project's CPUs XLA:CPU's convolutions ran slower than oneDNN's at
+the configs' batches, the compile took minutes for CIFAR-10's step, and mixed bfloat16 does not
+compile; a TPU strategy compiles the step anyway. So 'auto' turns XLA on only on a single GPU and
+for small networks (digits-sized), where it compiles in seconds.
 """
 from tf_hat_ebm import validation
 

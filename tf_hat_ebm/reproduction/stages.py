@@ -5,6 +5,7 @@ project's `experiments/` scripts, and paths relative to --out (runner.py runs th
 Parts and stages carry the paper's names: synthesis, refinement, retrofit, ood, ablations, figures.
 """
 import dataclasses
+import json
 import os
 import shlex
 from typing import Dict, List, Optional, Tuple
@@ -25,7 +26,7 @@ class Scale:
   ood: Tuple[str, ...]
   samples: Tuple[str, ...]
   # Estimated idle seconds per stage kind, and of its FID ('fid', or 'fid_<kind>' where it
-  # differs): the ETA, rescaled as measured.
+  # differs): the ETA, rescaled as measured. Measured numbers are data: ETA_FILE's.
   seconds: Dict[str, float]
   seeds: Tuple[int, ...]
   precision: Optional[str] = None  # training precision unless --precision says otherwise
@@ -37,18 +38,18 @@ class Scale:
   calibrate: bool = False  # the FID's floor / memorisation bound at its N, samples' coverage
 
 
+# The ETA's seconds per scale (shipped with the package: pyproject.toml's package-data).
+ETA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'eta.json')
+with open(ETA_FILE) as _f:
+  ETA = json.load(_f)
+
 SCALES = {
     # Each config at its own length; FID of 1,000 samples with the digits classifier.
     'digits': Scale(
         configs=dict(synthesis='digits_synth', sngan='digits_sngan', refinement='digits_refine',
                      autoencoder='digits_autoencoder', retrofit='digits_retrofit'),
         fid=('--num_samples=1000', '--runs=2'), ood=(), samples=('--num_samples=500',),
-        # Medians of a full run (training processes without their exit waits), two stages side
-        # by side, one thread each (2-core AMD EPYC, AVX512-BF16; docs/reproduce.md); a
-        # refinement's FID runs DDLS's chain too.
-        seconds=dict(synthesis=292, sngan=198, refinement=568, autoencoder=89, retrofit=379,
-                     fid=14, fid_refinement=215, fid_retrofit=36, ood=6, figures=101,
-                     release=60, calibration=7),
+        seconds=ETA['digits'],  # a refinement's FID runs DDLS's chain too: fid_refinement
         seeds=(0, 1, 2), near_ood_classes=(0, 1, 2, 3, 4), calibrate=True),
     # The paper configs in float32, as the paper and the release trained.
     'paper': Scale(
@@ -56,9 +57,7 @@ SCALES = {
                      refinement='cifar10_refine', autoencoder='cifar10_autoencoder',
                      retrofit='cifar10_retrofit'),
         fid=('--runs=3',), ood=(), samples=('--num_samples=64',),
-        seconds=dict(synthesis=40 * 3600, sngan=20 * 3600, refinement=10 * 3600,
-                     autoencoder=5 * 3600, retrofit=15 * 3600, fid=3600, ood=1800, figures=600,
-                     release=300, calibration=600),
+        seconds=ETA['paper'],
         seeds=(0,), precision='float32',
         more_synthesis=(('celeba', 'celeba_synth'), ('imagenet128', 'imagenet128_synth'),
                         ('imagenet128_large', 'imagenet128_synth_large')),
