@@ -24,6 +24,7 @@ from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
+from tf_hat_ebm import validation  # noqa: E402
 from tf_hat_ebm.errors import fail, main_guard, one_line  # noqa: E402
 
 HELP_ARGS = ('-h', '-?', '--help', '--helpshort', '--helpfull')
@@ -183,7 +184,7 @@ def _define_fid(fv):
                        lower_bound=1, upper_bound=100, flag_values=fv)
   flags.DEFINE_integer('batch_size', 250, 'Sampling and feature batch size.', lower_bound=1,
                        upper_bound=MAX_BATCH, flag_values=fv)
-  flags.DEFINE_enum('feature_net', None, ['inception', 'classifier'], 'Feature network '
+  flags.DEFINE_enum('feature_net', None, list(validation.FEATURE_NETS), 'Feature network '
                     '(default: classifier for digits, inception otherwise).', flag_values=fv)
   flags.DEFINE_string('inception_path', None, 'Local copy of the TF-GAN Inception (TF-Hub module '
                       'directory); default: TF-Hub, honouring TFHUB_CACHE_DIR.', flag_values=fv)

@@ -31,6 +31,7 @@ LR_DECAYS = ('linear', 'constant')
 INITS = ('glorot', 'mimicry')
 GUARD_ACTIONS = ('auto', 'stop', 'rollback', 'warn', 'off')  # training.guard.action (guard.py)
 JIT_COMPILE_SETTINGS = ('auto', 'on', 'off')  # perf.jit_compile (perf.py)
+FEATURE_NETS = ('inception', 'classifier')  # the FID's features (--feature_net)
 # Sane upper bounds: far above any run the paper or the release made, far below what overflows
 # TensorFlow's int32 shapes or float32, or would run for days before the first line is printed.
 MAX_SEED = 2**31 - 1
