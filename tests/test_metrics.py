@@ -57,6 +57,18 @@ def test_kid_of_disjoint_real_draws_is_near_zero_where_fid_is_not(test_digits):
   assert shifted > 10 * np.std(kids, ddof=1)
 
 
+def test_precision_and_recall_tell_poor_samples_from_missing_modes(test_digits):
+  assert metrics.manifold_share(np.arange(5.0)[:, None], [[4.5], [5.5], [-1.5]], k=1) == 1 / 3
+  _, labels = features.labelled_arrays(tiny().data, 'test')  # in the order of the features
+  order = np.random.RandomState(0).permutation(len(test_digits))
+  a, b = test_digits[order[:140]], test_digits[order[140:280]]
+  assert metrics.precision(a, b) > 0.85 and metrics.recall(a, b) > 0.85  # real against real
+  zeros = test_digits[labels == 0]  # a collapsed model: one class of real digits
+  assert metrics.precision(a, zeros) > 0.85 and metrics.recall(a, zeros) < 0.2
+  unlike = test_digits[order[140:280]] * 3.0  # images unlike any data, spread as widely
+  assert metrics.precision(a, unlike) < 0.2
+
+
 def test_every_metric_scores_one_pool():
   rs = np.random.RandomState(1)
   reference, pool = rs.normal(size=[60, 4]), rs.normal(size=[40, 4])

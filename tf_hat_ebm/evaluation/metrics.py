@@ -14,6 +14,7 @@ from tf_hat_ebm.evaluation import fid
 from tf_hat_ebm.evaluation import result as result_lib
 
 KID_BLOCK = 1024  # TF-GAN's max_block_size: KID is the mean of its blocks' unbiased MMD^2
+K_NEAREST = 3  # Kynkaanniemi et al. 2019's k of the k-NN manifold
 
 
 def kernel_distance(reference, samples, block=KID_BLOCK):
@@ -38,12 +39,45 @@ def kernel_distance(reference, samples, block=KID_BLOCK):
                         for r, s in zip(split(reference), split(samples))]))
 
 
+def manifold_share(manifold, points, k=K_NEAREST, batch=256):
+  """The share of `points` inside the k-NN manifold of `manifold`: the union of balls around its
+  points reaching to their k-th nearest neighbour (Kynkaanniemi et al. 2019)."""
+  manifold, points = (np.asarray(a, np.float64) for a in (manifold, points))
+
+  def distances(a, b):
+    return np.sqrt(np.maximum((a**2).sum(1)[:, None] - 2 * a @ b.T + (b**2).sum(1)[None], 0.0))
+
+  chunks = [slice(i, i + batch) for i in range(0, max(len(manifold), len(points)), batch)]
+  # the (k + 1)-th smallest distance: each point's own, 0, comes first
+  radii = np.concatenate([np.partition(distances(manifold[c], manifold), k, axis=1)[:, k]
+                          for c in chunks if len(manifold[c])])
+  inside = [(distances(points[c], manifold) <= radii).any(axis=1) for c in chunks
+            if len(points[c])]
+  return float(np.concatenate(inside).mean())
+
+
+def precision(reference, samples):
+  """The share of samples on the reference's manifold: how many look like data."""
+  return manifold_share(reference, samples)
+
+
+def recall(reference, samples):
+  """The share of the reference on the samples' manifold: how much of the data they cover."""
+  return manifold_share(samples, reference)
+
+
 # metric -> (function, how results show it); a result's columns come in this order.
 METRICS = {
     'fid': (fid.frechet_distance, result_lib.FID),
     'kid': (kernel_distance, result_lib.Metric(
         'KID', 4, 'lower', 'unbiased MMD^2 of the features with a cubic polynomial kernel '
         '(Binkowski et al. 2018): ~0 for samples of the data distribution at any N')),
+    'precision': (precision, result_lib.Metric(
+        'precision', 3, 'higher', 'share of samples inside the k-NN manifold (k = 3) of the '
+        'reference features (Kynkaanniemi et al. 2019): low is samples unlike any data')),
+    'recall': (recall, result_lib.Metric(
+        'recall', 3, 'higher', "share of the reference inside the samples' k-NN manifold "
+        '(k = 3): low is missing modes')),
 }
 
 
