@@ -819,7 +819,7 @@ def test_text_from_a_workdir_stays_inert_in_the_model_card(trained_workdir, tmp_
   assert '<' not in card.split('## Calling it')[0].replace('\\<', '')  # no live HTML
   assert '- FID fid \\#\\# Measured (\\<script\\>x\\<\\/script\\> Measured' in card
   fids = [line for line in lines if line.startswith('- FID')]
-  assert len(fids) == 1 and fids[0].endswith(': 2.00')  # the lists of non-numbers left out
+  assert len(fids) == 1 and fids[0].endswith(': 2.00 ± 0.71')  # lists of non-numbers left out
   assert '- OOD AUROC, a vs None (step None): ?' in card
 
 

@@ -8,6 +8,8 @@ import sys
 import numpy as np
 import pytest
 
+from tf_hat_ebm.evaluation import result as result_lib
+
 from conftest import REPO
 
 SCRIPT = os.path.join(REPO, 'experiments', 'reproduce.py')
@@ -38,8 +40,8 @@ def test_tiny_pipeline_reports_skips_when_done_and_resumes(tmp_path):
   assert '[2/2] synthesis_s1: done in' in first.stdout
   with open(os.path.join(out, 'report.json')) as f:
     report = json.load(f)
-  per_seed = [json.load(open(os.path.join(out, f'synthesis_s{s}', 'done.json')))['result'][
-      'hat_ebm'] for s in (0, 1)]
+  per_seed = [result_lib.from_record(json.load(open(os.path.join(
+      out, f'synthesis_s{s}', 'done.json')))['result']).mean('fid', 'hat_ebm') for s in (0, 1)]
   row = report['tables']['synthesis'][0]
   assert row['per_seed'] == per_seed
   std = np.std(per_seed, ddof=1)  # the sample std over seeds
@@ -105,7 +107,7 @@ def test_sigkill_mid_stage_then_rerun_finishes_the_stage(tmp_path):
   assert rerun.returncode == 0, rerun.stderr[-3000:]
   assert '[1/1] synthesis_s0: running' in rerun.stdout
   with open(os.path.join(out, 'synthesis_s0', 'done.json')) as f:
-    assert np.isfinite(json.load(f)['result']['hat_ebm'])
+    assert np.isfinite(result_lib.from_record(json.load(f)['result']).mean('fid', 'hat_ebm'))
   with open(os.path.join(out, 'report.json')) as f:
     assert len(json.load(f)['tables']['synthesis'][0]['per_seed']) == 1
 
@@ -179,4 +181,5 @@ def test_sigterm_to_reproduce_stops_its_training_child_and_the_rerun_resumes(tmp
   assert rerun.returncode == 0, rerun.stderr[-3000:]
   with open(os.path.join(out, 'synthesis_s0', 'done.json')) as f:
     record = json.load(f)
-  assert record['step'] == record['num_steps'] == 2 and np.isfinite(record['result']['hat_ebm'])
+  assert record['step'] == record['num_steps'] == 2
+  assert np.isfinite(result_lib.from_record(record['result']).mean('fid', 'hat_ebm'))

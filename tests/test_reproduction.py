@@ -9,6 +9,7 @@ import time
 import pytest
 
 from tf_hat_ebm import config as config_lib
+from tf_hat_ebm.evaluation import result as result_lib
 from tf_hat_ebm.reproduction import pipeline
 from tf_hat_ebm.reproduction import report as report_lib
 from tf_hat_ebm.reproduction import runner as runner_lib
@@ -229,7 +230,9 @@ def test_a_stage_is_done_only_when_training_reached_its_step_and_evaluation_fini
   fake = FakeScripts(str(tmp_path), reach=4)
   records = run(o, fake)
   record = records['synthesis_s0']
-  assert record['result']['hat_ebm'] == 11.0 and record['result']['hat_ebm_runs'] == [10.0, 12.0]
+  evaluation = result_lib.from_record(record['result'])  # fid.json of version 1, read
+  assert evaluation.mean('fid', 'hat_ebm') == 11.0
+  assert evaluation.sets('fid', 'hat_ebm') == [10.0, 12.0] and evaluation.data == {'fid': 3.0}
   assert (record['scale'], record['size'], record['step'], record['num_steps']) == (
       'digits', None, 4, 4)
   assert (record['precision'], record['computed_in']) == (None, 'float32')

@@ -180,8 +180,8 @@ def _define_fid(fv):
   flags.DEFINE_integer('num_samples', None, 'Samples per run (default: 50,000 with Inception as '
                        'in the paper, 5,000 with the classifier features).', lower_bound=2,
                        upper_bound=10**6, flag_values=fv)
-  flags.DEFINE_integer('runs', 3, 'Independent sample sets; FID is reported as mean +- std.',
-                       lower_bound=1, upper_bound=100, flag_values=fv)
+  flags.DEFINE_integer('runs', 3, 'Independent sample sets; each metric is reported as mean +- '
+                       'std.', lower_bound=1, upper_bound=100, flag_values=fv)
   flags.DEFINE_integer('batch_size', 250, 'Sampling and feature batch size.', lower_bound=1,
                        upper_bound=MAX_BATCH, flag_values=fv)
   flags.DEFINE_enum('feature_net', None, list(validation.FEATURE_NETS), 'Feature network '
@@ -329,12 +329,13 @@ COMMANDS = {c.name: c for c in (
             '(tf.saved_model.load / tensorflow_hub.load).',
             ('--workdir=workdir/digits_synth --output=exported/digits_synth',),
             _define_export, 'tf_hat_ebm.export:export_run'),
-    Command('evaluate-fid', 'evaluate_fid.py', 'FID of a trained Hat EBM beside its baselines, '
-            'all with one feature network.',
+    Command('evaluate-fid', 'evaluate_fid.py', 'FID, KID (every metric) of a trained Hat EBM '
+            'beside its baselines, all with one feature network.',
             ('--workdir=workdir/digits_synth',
              '--workdir=/data/runs/cifar10 --inception_path=/data/inception'),
-            _define_fid, 'tf_hat_ebm.evaluation.fid:evaluate_run',
-            'Writes <workdir>/fid.json and eval/fid_<method> in the workdir\'s TensorBoard.'),
+            _define_fid, 'tf_hat_ebm.evaluation.evaluate:evaluate_run',
+            'Writes <workdir>/fid.json and eval/<metric>_<method> in the workdir\'s '
+            'TensorBoard.'),
     Command('evaluate-ood', 'evaluate_ood.py', 'Out-of-distribution detection by the energy '
             'H(x) (the paper\'s Table 3): AUROC per OOD set.',
             ('--workdir=workdir/digits_synth',

@@ -23,6 +23,7 @@ Synthesis models are `ConditionalHatEBMModule`s. Joint (refinement / retrofit) m
 """
 import dataclasses
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -38,6 +39,8 @@ from tf_hat_ebm import outputs
 from tf_hat_ebm import result_files
 from tf_hat_ebm import text as text_lib
 from tf_hat_ebm import trained_run
+from tf_hat_ebm.evaluation import result as result_lib
+
 # num_samples is int64 (an int32 input would wrap 2**32 + 4 to 4); one call makes at most this many.
 MAX_SAMPLES = 2**31 - 1
 # energy() accepts images in [-1, 1] up to float rounding; [0, 255] or [0, 1]-scaled data is not.
@@ -285,34 +288,52 @@ def describe(module, run):
 
 
 def _measured(workdir):
-  """The FID and OOD AUROC rows of workdir's fid.json / ood.json, as markdown lines."""
+  """The scores of workdir's fid.json (each labelled by its metric) and the OOD AUROCs of its
+  ood.json, as markdown lines."""
   lines = []
-  for name, what in (('fid.json', 'FID'), ('ood.json', 'OOD AUROC')):
+  for name in ('fid.json', 'ood.json'):
     path = os.path.join(workdir, name) if workdir else ''
     if not path or not tf.io.gfile.exists(path):
       continue
     try:
       with tf.io.gfile.GFile(path) as f:
-        result = json.load(f)
+        saved = json.load(f)
+      result = result_lib.EvalResult.from_json(saved) if name == 'fid.json' else saved
     except (ValueError, tf.errors.OpError):
       continue
-    if not isinstance(result, dict):
+    if not isinstance(result, dict) and name == 'ood.json':
       continue
-    md = text_lib.markdown  # the files are data: their text is shown, never interpreted
-    if what == 'FID':
-      for key, value in result.items():
-        mean = text_lib.mean(value)  # '?' for the fields that are no list of FIDs
-        if mean != '?':
-          lines.append(f'- FID {md(key)} ({md(result.get("feature_net"))}, '
-                       f'{md(result.get("num_samples"))} samples, step {md(result.get("step"))}): '
-                       f'{mean}')
-      lines.append(f'  - {fid_features_note(md(result.get("feature_net")))}')
-    else:
-      reference = (result.get('in_distribution') or {}).get('name')
-      for key, value in (result.get('sets') or {}).items():
-        auroc = value.get('auroc') if isinstance(value, dict) else None
-        lines.append(f'- OOD AUROC, {md(key)} vs {md(reference)} (step {md(result.get("step"))}):'
-                     f' {text_lib.number(auroc, ".3f")}')
+    lines += _scores(result) if name == 'fid.json' else _aurocs(result)
+  return lines
+
+
+def _scores(result):
+  """A line per metric and method of an evaluation.result.EvalResult: mean ± sd over its sets."""
+  md = text_lib.markdown  # the files are data: their text is shown, never interpreted
+  lines = []
+  for key, metric in result.metrics.items():
+    for method in result.methods:
+      values = result.sets(key, method)
+      if not values or not all(math.isfinite(v) for v in values):
+        continue
+      std = result.std(key, method)
+      spread = '' if std is None else f' ± {std:.{metric.digits}f}'
+      lines.append(f'- {md(metric.label)} {md(method)} ({md(result.feature_net)}, '
+                   f'{md(result.num_samples)} samples, step {md(result.step)}): '
+                   f'{result.mean(key, method):.{metric.digits}f}{spread}')
+  if lines:
+    lines.append(f'  - {fid_features_note(md(result.feature_net))}')
+  return lines
+
+
+def _aurocs(result):
+  md = text_lib.markdown
+  reference = (result.get('in_distribution') or {}).get('name')
+  lines = []
+  for key, value in (result.get('sets') or {}).items():
+    auroc = value.get('auroc') if isinstance(value, dict) else None
+    lines.append(f'- OOD AUROC, {md(key)} vs {md(reference)} (step {md(result.get("step"))}):'
+                 f' {text_lib.number(auroc, ".3f")}')
   return lines
 
 

@@ -113,7 +113,7 @@ def command(script):
 def run_outputs(workdir, written=(), hat_ebm=True, fid=True):
   """The lines a finished training run ends with: where its outputs are, what to run next.
   `written`: paths of the figures it wrote; hat_ebm: the run holds an energy to sample, export
-  and score; fid: evaluate_fid.py has rows for it."""
+  and score; fid: evaluate_fid.py has samplers for it."""
   figures = sorted(written)
   lines = [f'Outputs in {workdir}:',
            f'  checkpoints  {os.path.join(workdir, "checkpoints")}',

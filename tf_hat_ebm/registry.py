@@ -1,6 +1,6 @@
 """The kinds of experiment: one `Kind` per value of config.experiment, holding everything that
 differs by kind: its contract (defaults, task, inference model, export module, the fields that
-block a resume) and the hooks the tools ask of it (FLOP formula, FID rows, ...), each typed by its
+block a resume) and the hooks the tools ask of it (FLOP formula, samplers, ...), each typed by its
 tool. Kinds only: a test's sizes live with the tests (tests/conftest.py), a benchmark's variants
 with the benchmark (benchmarks/step_time.py).
 
@@ -30,8 +30,10 @@ class Kind:
   the tools ask of it, each hook named and typed by the tool that uses it:
 
     flops           flops.StepFlops ('module:function'; step_time.py: GFLOP/s)
-    fid_rows        evaluation.fid.FidRows ('module:function'; tf-hat-ebm-evaluate-fid)
-    fid_run         evaluation.fid.LoadRun ('module:function': a run without an inference model)
+    samplers        evaluation.samplers.Samplers ('module:function'; what tf-hat-ebm-evaluate-fid
+                    scores)
+    sampler_run     evaluation.samplers.LoadRun ('module:function': a run without an inference
+                    model)
     baselines       evaluation.compare.Baselines (bool: the generator alone and DDLS apply)
     release         release_import.Release ('conditional' or 'joint': the release's model type)
     grid_labels     summaries.GridLabels (panel labels of the training grids)
@@ -99,15 +101,16 @@ KINDS = {k.name: k for k in (
          f'{_SYNTH}:inference_model', 'tf_hat_ebm.export:ConditionalHatEBMModule',
          structural=('training.bank_size', 'training.generator_update', 'langevin.temperature'),
          hooks=dict(flops='tf_hat_ebm.flops:synthesis',
-                    fid_rows='tf_hat_ebm.evaluation.rows:synthesis', release='conditional')),
+                    samplers='tf_hat_ebm.evaluation.samplers:synthesis', release='conditional')),
     Kind('joint', 'tf_hat_ebm.config:joint_defaults', f'{_JOINT}:JointTask',
          f'{_JOINT}:inference_model', 'tf_hat_ebm.export:JointHatEBMModule',
          structural=('langevin.temperature',),
-         hooks=dict(flops='tf_hat_ebm.flops:joint', fid_rows='tf_hat_ebm.evaluation.rows:joint',
+         hooks=dict(flops='tf_hat_ebm.flops:joint',
+                    samplers='tf_hat_ebm.evaluation.samplers:joint',
                     baselines=True, release='joint')),
     Kind('sngan', 'tf_hat_ebm.config:sngan_defaults', 'tf_hat_ebm.tasks.sngan:SNGANTask',
-         hooks=dict(fid_rows='tf_hat_ebm.evaluation.rows:sngan',
-                    fid_run='tf_hat_ebm.evaluation.rows:load_sngan_run',
+         hooks=dict(samplers='tf_hat_ebm.evaluation.samplers:sngan',
+                    sampler_run='tf_hat_ebm.evaluation.samplers:load_sngan_run',
                     grid_labels={'x': 'SN-GAN samples G(z)'})),
     Kind('autoencoder', 'tf_hat_ebm.config:autoencoder_defaults',
          'tf_hat_ebm.tasks.autoencoder:AutoencoderTask',

@@ -214,7 +214,7 @@ class Trainer:
       kind = registry.for_config(self.config)
       self._log(progress.run_outputs(self.workdir, self.report.written,
                                      hat_ebm=kind.inference is not None,
-                                     fid=kind.hook('fid_rows') is not None))
+                                     fid=kind.hook('samplers') is not None))
     return metrics
 
   def _stop(self, step):

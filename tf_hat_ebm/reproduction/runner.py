@@ -24,6 +24,7 @@ import tensorflow as tf
 from tf_hat_ebm import checkpoints
 from tf_hat_ebm import cli
 from tf_hat_ebm import result_files
+from tf_hat_ebm.evaluation import result as result_lib
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.reproduction import children as children_lib
 from tf_hat_ebm.reproduction import stages as stages_lib
@@ -268,21 +269,11 @@ class Runner:
                      'and rerun')
 
   def result(self, stage):
-    """The numbers of a finished stage: FIDs per method (mean and runs), or AUROC per set."""
-    if stage.result == 'fid':
-      with open(self.path(stage.workdir, 'fid.json')) as f:
-        saved = json.load(f)
-      out = {}
-      for method in ('hat_ebm', 'generator', 'ddls'):
-        if method in saved:
-          out[method] = sum(saved[method]) / len(saved[method])
-          out[method + '_runs'] = saved[method]
-      out['data'] = saved.get('data_test_vs_train')
-      return out
-    if stage.result == 'compare':  # compare_baselines.py: {method: [FID, its std]}
-      with open(self.path(stage.outputs[-1])) as f:
-        return {k: [v['fid'], v.get('fid_std')] for k, v in json.load(f).items()
-                if isinstance(v, dict) and 'fid' in v}
+    """The numbers of a finished stage: an evaluation's result (evaluation.result.EvalResult),
+    or AUROC per set."""
+    if stage.result in ('fid', 'compare'):  # evaluate_fid.py's fid.json, compare's scores.json
+      return result_lib.read(self.path(stage.workdir, 'fid.json') if stage.result == 'fid'
+                             else self.path(stage.outputs[-1])).to_json()
     if stage.result == 'json':  # a stage's whole JSON output (the calibration)
       with open(self.path(stage.outputs[-1])) as f:
         return json.load(f)
@@ -414,10 +405,16 @@ def _raise_interrupt(signum, frame):
 
 
 def result_line(record):
-  """'; hat_ebm 11.29, generator 26.24' of a record's numbers (not the per-run lists or the
-  data's own FID), the guard's stop, or ''."""
+  """'; hat_ebm 11.29, generator 26.24' of a record's numbers (an evaluation's first metric, the
+  FID, per method), the guard's stop, or ''."""
   if record.get('failed'):
     return f'; {record.get("guard", "failed")}'
-  numbers = [f'{k} {v:.2f}' for k, v in (record.get('result') or {}).items()
-             if isinstance(v, (int, float)) and k != 'data']
+  evaluation = result_lib.from_record(record.get('result'))
+  if evaluation is not None:
+    first = next(iter(evaluation.metrics), None)
+    numbers = [f'{k} {evaluation.mean(first, k):.2f}' for k in evaluation.methods
+               if evaluation.sets(first, k)]
+  else:
+    numbers = [f'{k} {v:.2f}' for k, v in (record.get('result') or {}).items()
+               if isinstance(v, (int, float))]
   return f'; {", ".join(numbers)}' if numbers else ''

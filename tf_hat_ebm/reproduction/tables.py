@@ -1,12 +1,14 @@
 """Markdown of the reproduction's tables, with the paper's numbers beside ours (pure Python).
 
 Input: the stages' done records {stage: {'result': {...}, 'failed': bool}} as the pipeline writes
-them (stage `<prefix>_s<seed>`; a FID result holds `<method>` and `<method>_runs`). Tables are
+them (stage `<prefix>_s<seed>`; an evaluation's result is an evaluation.result.EvalResult, FID
+first, every other metric it holds in columns beside it). Tables are
 numbered as the paper's (paper.TABLES). At the digits scale the paper column holds the paper's
 CIFAR-10 / CelebA Inception FID for the sign and relative size of each effect only; at the paper
 scale it is the paper's number with its std beside ours with both of ours (over seeds, over FID
 runs). Every table is checked to be well formed (as many cells per row as the header).
 """
+from tf_hat_ebm.evaluation import result as result_lib
 from tf_hat_ebm.reproduction import paper
 from tf_hat_ebm.reproduction import statistics
 
@@ -42,27 +44,43 @@ def stage_name(records, prefix, seed):
   return prefix if name not in records and prefix in records else name
 
 
-def per_seed(records, prefix, key, seeds):
-  """(values, FID runs, failed seeds) of result[key] of stages <prefix>_s<seed>."""
+def evaluations(records, prefix, seeds):
+  """The EvalResult of each stage <prefix>_s<seed> that holds one."""
+  found = (result_lib.from_record(records.get(stage_name(records, prefix, seed), {}).get('result'))
+           for seed in seeds)
+  return [e for e in found if e is not None]
+
+
+def per_seed(records, prefix, key, seeds, metric='fid'):
+  """(values, values of each sample set, failed seeds) of stages <prefix>_s<seed>: an
+  evaluation's `metric` of method `key`, or the number result[key] (an OOD AUROC)."""
   values, runs, failed = [], [], []
   for seed in seeds:
     record = records.get(stage_name(records, prefix, seed), {})
     result = record.get('result') or {}
-    values.append(result.get(key))
-    runs.append(result.get(f'{key}_runs') or [])
+    evaluation = result_lib.from_record(result)
+    values.append(evaluation.mean(metric, key) if evaluation else result.get(key))
+    runs.append(evaluation.sets(metric, key) if evaluation else [])
     if record.get('failed'):
       failed.append(seed)
   return values, runs, failed
 
 
 class Measured:
-  """One row's numbers: statistics.summary of its per-seed values, its stages and failures."""
+  """One row's numbers: statistics.summary of its per-seed values, its stages and failures, and
+  `others`: {metric: (result.Metric, summary)} of every other metric its evaluations hold."""
 
-  def __init__(self, records, prefix, key, seeds):
-    values, runs, self.failed = per_seed(records, prefix, key, seeds)
+  def __init__(self, records, prefix, key, seeds, metric='fid'):
+    values, runs, self.failed = per_seed(records, prefix, key, seeds, metric)
     self.summary = statistics.summary(values, runs)
     self.prefix, self.key, self.values = prefix, key, values
     self.shared = stage_name(records, prefix, seeds[0]) == prefix if seeds else False
+    self.others = {}
+    for evaluation in evaluations(records, prefix, seeds):
+      for name, shown in evaluation.metrics.items():
+        if name != metric and name not in self.others and evaluation.sets(name, key):
+          self.others[name] = (shown, statistics.summary(
+              *per_seed(records, prefix, key, seeds, name)[:2]))
 
   @property
   def mean(self):
@@ -80,13 +98,34 @@ class Measured:
     return self.prefix if self.shared else f'{self.prefix}_s*'
 
   def json(self, label, paper_value=None):
+    others = {name: summary for name, (_, summary) in self.others.items()}
     return dict(label=label, stages=self.pattern(), failed_seeds=self.failed,
-                paper=list(paper_value) if paper_value else None, **self.summary)
+                paper=list(paper_value) if paper_value else None, **self.summary,
+                **({'others': others} if others else {}))
 
 
 def _heads(runs, n_seeds, what='FID'):
   spread = f'± sd over {n_seeds} seeds' if n_seeds > 1 else '(1 seed: no sd)'
   return [f'ours: {what} {spread}', f'eval sd ({runs} FID runs)' if runs else 'eval sd']
+
+
+def _other_metrics(measured):
+  """{metric: result.Metric} of the other metrics any of `measured` holds: a column each."""
+  shown = {}
+  for m in measured:
+    for name, (metric, _) in m.others.items():
+      shown.setdefault(name, metric)
+  return shown
+
+
+def _other_heads(shown):
+  return [f'ours: {metric.label} ± sd' for metric in shown.values()]
+
+
+def _other_cells(m, shown):
+  """[mean ± sd over seeds] of each other metric of `shown` ('–' where m has none)."""
+  return [number(m.others[name][1]['mean'], m.others[name][1]['std'], metric.digits)
+          if name in m.others else DASH for name, metric in shown.items()]
 
 
 def _runs(rows):
@@ -163,9 +202,10 @@ def refinement_table(records, scale, seeds, published_sngan=False):
                 for d in ([data] if data else paper.REFINEMENT)]
       notes.append(f'DDLS recovers {100 * share:.0f}% of the Hat EBM\'s gain over the SN-GAN'
                    f'{where} (the paper: {", ".join(papers)}).')
-  headers = [''] + _heads(_runs(rows), len(seeds)) + [
+  shown = _other_metrics(m for _, m, *_ in rows)
+  headers = [''] + _heads(_runs(rows), len(seeds)) + _other_heads(shown) + [
       'ours vs SN-GAN G(Z0)', 'paper: FID ± sd', 'paper vs SN-GAN', 'stages']
-  cells = [[label] + m.cells() + [rel, p_value, p_rel, m.stages()]
+  cells = [[label] + m.cells() + _other_cells(m, shown) + [rel, p_value, p_rel, m.stages()]
            for label, m, rel, p_value, p_rel in rows]
   return _titled(1, markdown(headers, cells) + [''] + notes + ([''] if notes else [])), out
 
@@ -185,8 +225,11 @@ def synthesis_table(records, scale, seeds, configs):
                  number(*published) + where if published else DASH))
     rows.append((f'its generator alone G(Z), {config}', gen, DASH, 'not reported'))
     out += [hat.json(rows[-2][0], published), gen.json(rows[-1][0])]
-  headers = [''] + _heads(_runs(rows), len(seeds)) + ['ours vs G(Z)', 'paper: FID ± sd', 'stages']
-  cells = [[label] + m.cells() + [rel, p, m.stages()] for label, m, rel, p in rows]
+  shown = _other_metrics(m for _, m, *_ in rows)
+  headers = ([''] + _heads(_runs(rows), len(seeds)) + _other_heads(shown)
+             + ['ours vs G(Z)', 'paper: FID ± sd', 'stages'])
+  cells = [[label] + m.cells() + _other_cells(m, shown) + [rel, p, m.stages()]
+           for label, m, rel, p in rows]
   peers = '; '.join(f'{config}: ' + ', '.join(f'{k} {v}' for k, v in
                                               paper.SYNTHESIS_PEERS.get(config, {}).items())
                     for _, config in configs if config in paper.SYNTHESIS_PEERS)
@@ -202,9 +245,11 @@ def retrofit_table(records, scale, seeds):
   rel = percent(paper.relative(hat.mean, dec.mean)) if None not in (hat.mean, dec.mean) else DASH
   rows = [('decoder of Z ~ N(0, I)', dec, DASH, 'not reported'),
           ('Hat EBM X = G(Z_K) + Y_K', hat, rel, number(*paper.RETROFIT['hat_ebm']) + where)]
-  headers = ([''] + _heads(_runs(rows), len(seeds))
+  shown = _other_metrics(m for _, m, *_ in rows)
+  headers = ([''] + _heads(_runs(rows), len(seeds)) + _other_heads(shown)
              + ['ours vs the decoder', 'paper: FID ± sd', 'stages'])
-  cells = [[label] + m.cells() + [r, p, m.stages()] for label, m, r, p in rows]
+  cells = [[label] + m.cells() + _other_cells(m, shown) + [r, p, m.stages()]
+           for label, m, r, p in rows]
   lines = ['## Retrofit of an autoencoder\'s decoder (the paper\'s Section 4.2; no table there)',
            ''] + markdown(headers, cells) + ['']
   return lines, [dec.json(rows[0][0]), hat.json(rows[1][0], paper.RETROFIT['hat_ebm'])]
@@ -257,8 +302,10 @@ def ablation_table(records, seeds):
     m = Measured(records, prefix, 'hat_ebm', seeds)
     rows.append((label, m, '; '.join(paper.ABLATIONS[c] for c in claims) or 'the reference arm'))
     out.append(m.json(label))
-  headers = [''] + _heads(_runs(rows), len(seeds)) + ['paper', 'stages']
-  cells = [[label] + m.cells() + [claim, m.stages()] for label, m, claim in rows]
+  shown = _other_metrics(m for _, m, *_ in rows)
+  headers = [''] + _heads(_runs(rows), len(seeds)) + _other_heads(shown) + ['paper', 'stages']
+  cells = [[label] + m.cells() + _other_cells(m, shown) + [claim, m.stages()]
+           for label, m, claim in rows]
   return (['## Ablations (FID of the Hat EBM samples)', ''] + markdown(headers, cells)
           + ['', COOP_NOTE, ''], out)
 
