@@ -20,6 +20,7 @@ import tensorflow as tf
 import tensorflow_gan as tfgan
 
 from tf_hat_ebm import data as data_lib
+from tf_hat_ebm import outputs
 from tf_hat_ebm import progress
 from tf_hat_ebm import registry
 from tf_hat_ebm import run_lib
@@ -273,7 +274,14 @@ def evaluate_run(workdir, num_samples=None, runs=3, batch_size=250,
   (an existing one only with `overwrite`, never a non-finite result) and logged to the
   workdir's TensorBoard (eval/fid_<method>) at the checkpoint's step. Returns the result."""
   path = os.path.join(workdir, 'fid.json')
-  run_lib.check_output_file(path, overwrite)
+  # One writer of fid.json: a second evaluation at once (another --seed) is refused.
+  with outputs.ResultWriter([path], overwrite, 'evaluate_fid.py'):
+    return _evaluate(path, workdir, num_samples, runs, batch_size, feature_net, inception_path,
+                     feature_cache_dir, seed, baselines, load)
+
+
+def _evaluate(path, workdir, num_samples, runs, batch_size, feature_net, inception_path,
+              feature_cache_dir, seed, baselines, load):
   run, rows_of = load_for_fid(workdir, **load)
   data_cfg = run.config.data
   inception = feature_net_name(data_cfg, feature_net) == 'inception'
