@@ -62,8 +62,8 @@ class Scripts(FakeScripts):
           f.write('model_checkpoint_path: "ckpt-4"\n')
       return 0
     code = super().__call__(argv, log, env)
-    if script == 'evaluate_fid.py' and code == 0:  # at the workdir's latest step, as the script
-      path = os.path.join(self.out, flags['workdir'], 'fid.json')
+    if script in ('evaluate_fid.py', 'evaluate_ood.py') and code == 0:  # at the latest step
+      path = os.path.join(self.out, flags['workdir'], script[len('evaluate_'):-3] + '.json')
       with open(path) as f:
         result = dict(json.load(f), step=self.latest(flags['workdir']))
       with open(path, 'w') as f:
@@ -134,9 +134,10 @@ def test_a_stage_whose_files_were_deleted_is_never_reported_with_its_old_numbers
 
 
 def test_a_stage_trained_on_after_done_is_scored_again_and_drawn_from_that_checkpoint(tmp_path):
-  o = options(tmp_path, seeds=(0,), parts=('synthesis', 'figures'), jobs='1')
+  o = options(tmp_path, seeds=(0,), parts=('synthesis', 'ood', 'figures'), jobs='1')
   stages = stages_lib.build(o)
-  assert [s.name for s in stages] == ['synthesis_s0', 'figures', 'calibration']
+  assert [s.name for s in stages] == ['synthesis_s0', 'ood_s0', 'nearood_s0', 'figures',
+                                      'calibration']
   scripts = Scripts(str(tmp_path))
   records = run(o, scripts, stages)
   assert records['figures']['models'] == {'synthesis_s0': 4}
@@ -152,7 +153,10 @@ def test_a_stage_trained_on_after_done_is_scored_again_and_drawn_from_that_check
       '--overwrite')
   # Figures and the calibration's samples come from the checkpoint the tables were scored at.
   assert scripts.drawn_from == {'synthesis_s0': '8'}
-  assert [c for c, _ in scripts.calls] == ['evaluate_fid.py', 'sample.py', 'calibrate_fid.py']
+  # The OOD table too: one model, one step.
+  assert json.loads((tmp_path / 'synthesis_s0' / 'ood.json').read_text())['step'] == 8
+  assert [c for c, _ in scripts.calls] == ['evaluate_fid.py', 'evaluate_ood.py', 'sample.py',
+                                           'calibrate_fid.py']
   assert record(str(tmp_path), 'calibration')['files'][
       'samples/synthesis/samples.npz'] == runner_lib.file_sha256(
           str(tmp_path / 'samples' / 'synthesis' / 'samples.npz'))
@@ -261,3 +265,12 @@ def test_a_users_files_in_figures_are_never_deleted_or_overwritten(tmp_path):
     pipeline.reproduce(options(again, seeds=(0,), parts=('synthesis',)),
                        run_command=lambda *a: 0, print_fn=lambda *a, **k: None)
   assert not (again / 'synthesis_s0').exists()
+
+
+def test_out_never_lies_in_a_workdirs_checkpoints(tmp_path):
+  workdir = tmp_path / 'w'
+  os.makedirs(workdir / 'checkpoints')
+  (workdir / 'config.json').write_text('{}')
+  os.symlink(workdir / 'checkpoints', tmp_path / 'L')
+  with pytest.raises(ValueError, match='lies in the training checkpoints'):
+    pipeline.claim(str(tmp_path / 'L' / 'out'), ['synthesis_s0'], overwrite=True)

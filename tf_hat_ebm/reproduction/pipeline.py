@@ -83,6 +83,9 @@ def claim(out, entries, overwrite):
   """Checks that reproduce.py may write `entries` in `out`; the entries it owns there."""
   if os.path.lexists(out) and not os.path.isdir(out):
     raise ValueError(f'--out={out} is a file; give a directory')
+  if outputs.in_checkpoints(out):  # resolved through links, as every command's output
+    raise ValueError(f'--out={out} lies in the training checkpoints {outputs.in_checkpoints(out)}:'
+                     ' give a directory of its own')
   present = sorted(os.listdir(out)) if os.path.isdir(out) else []
   mine = read_marker(out)
   if mine is None and present and not overwrite:

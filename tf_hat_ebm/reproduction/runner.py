@@ -406,6 +406,12 @@ class Runner:
                        f'{self.path(name)} to compute it again, or {self.path(stage.name)} to '
                        'rerun the stage')
     missing = [o for o in stage.outputs if o is not None and not os.path.exists(self.path(o))]
+    for cmd, output in zip(stage.commands, stage.outputs):  # a score of its model's latest step
+      workdir = flag_of(cmd, 'workdir')
+      step = result_step(self.path(output)) if output and output.endswith('.json') else None
+      latest = training_progress(self.path(workdir))[0] if workdir else None
+      if step is not None and latest and step != latest:
+        return Redo([output], f'{output} is of step {step}, its model now of step {latest}')
     if stage.kind == 'figures':
       drawn = {m: self.records[m].get('step') for m in record.get('models') or {}
                if m in self.records}
