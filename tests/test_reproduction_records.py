@@ -274,3 +274,22 @@ def test_out_never_lies_in_a_workdirs_checkpoints(tmp_path):
   os.symlink(workdir / 'checkpoints', tmp_path / 'L')
   with pytest.raises(ValueError, match='lies in the training checkpoints'):
     pipeline.claim(str(tmp_path / 'L' / 'out'), ['synthesis_s0'], overwrite=True)
+
+
+def test_figures_and_samples_of_an_earlier_pipeline_are_drawn_again(tmp_path):
+  o = options(tmp_path, seeds=(0,), parts=('synthesis', 'figures'), jobs='1')
+  stages = stages_lib.build(o)
+  os.makedirs(tmp_path / 'samples' / 'synthesis')  # an earlier model's, not this pipeline's
+  for name in ('langevin_path.png', 'samples.npz'):
+    (tmp_path / 'samples' / 'synthesis' / name).write_text('an earlier model')
+  scripts = Scripts(str(tmp_path))
+  run(o, scripts, stages)
+  assert scripts.drawn_from == {'synthesis_s0': '4'}
+  assert (tmp_path / 'samples' / 'synthesis' / 'samples.npz').read_text() == (
+      'synthesis_s0 at step 4')
+  # Stopped after the figures, before their record: nothing is drawn again.
+  os.remove(tmp_path / 'figures' / 'done.json')
+  os.remove(tmp_path / 'calibration' / 'done.json')
+  scripts = Scripts(str(tmp_path))
+  run(o, scripts, stages)
+  assert scripts.calls == []

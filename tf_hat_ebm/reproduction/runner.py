@@ -220,11 +220,19 @@ class Runner:
       with self.lock:
         self.children.discard(proc)
 
+  # Stages that read other stages' models or files: an output they made counts as done only when
+  # this very command (the checkpoint it drew from) and inputs made it (<stage>/progress.json);
+  # a figure or calibration lying there from an earlier pipeline is drawn again.
+  TRACKED = ('figures', 'calibration')
+
   def skip_reason(self, stage, output, cmd=()):
-    """Why a command need not run: its output exists (a result of its workdir's latest step),
-    or its training is complete."""
+    """Why a command need not run: its output exists (a result of its workdir's latest step, or
+    made by this very command), or its training is complete."""
     if output is not None:
       if output in self.redo.get(stage.name, ()) or not os.path.exists(self.path(output)):
+        return None
+      if stage.kind in self.TRACKED and self.made(stage).get(shlex.join(cmd)) != self.making(
+          stage, output):
         return None
       workdir = flag_of(cmd, 'workdir')
       step = result_step(self.path(output)) if output.endswith('.json') else None
@@ -234,15 +242,24 @@ class Runner:
     step, target = training_progress(self.path(stage.workdir))
     return f'skipped: trained to step {step}' if target and step >= target else None
 
-  def actual(self, stage, cmd, output):
-    """The command as run: a figure drawn from the checkpoint its model's record was scored at
-    (--checkpoint), and --overwrite where it replaces its own earlier output."""
+  def made(self, stage):
+    """{command line: making()} of the stage's commands that finished (progress.json)."""
+    try:
+      with open(self.path(stage.name, 'progress.json')) as f:
+        made = json.load(f)
+      return made if isinstance(made, dict) else {}
+    except (OSError, ValueError):
+      return {}
+
+  def making(self, stage, output):
+    return dict(output=output, inputs={f: file_sha256(self.path(f)) for f in stage.inputs})
+
+  def with_checkpoint(self, stage, cmd):
+    """A figure is drawn from the checkpoint its model's record was scored at."""
     cmd = list(cmd)
     model = self.records.get(flag_of(cmd, 'workdir') or '')
     if stage.kind == 'figures' and model and isinstance(model.get('step'), int):
       cmd.append(f'--checkpoint={model["step"]}')
-    if output is not None and os.path.exists(self.path(output)) and '--overwrite' not in cmd:
-      cmd.append('--overwrite')
     return cmd
 
   def run_stage(self, stage, side_by_side=1):
@@ -252,12 +269,14 @@ class Runner:
     exits, t0 = [], time.time()
     with open(self.path(stage.name, 'log.txt'), 'a') as log:
       for cmd, output in zip(stage.commands, stage.outputs):
-        reason = self.skip_reason(stage, output, cmd)
-        cmd = self.actual(stage, cmd, output)
-        line = shlex.join(cmd)
+        cmd = self.with_checkpoint(stage, cmd)
+        key, reason = shlex.join(cmd), self.skip_reason(stage, output, cmd)
         if reason or self.stopping:
-          exits.append(dict(command=line, exit=reason or 'not run: stopped'))
+          exits.append(dict(command=key, exit=reason or 'not run: stopped'))
           continue
+        if output is not None and os.path.exists(self.path(output)) and '--overwrite' not in cmd:
+          cmd.append('--overwrite')  # its own earlier output, of another step
+        line = shlex.join(cmd)
         log.write(f'$ {line}\n')
         log.flush()
         offset, started = log.tell(), time.time()
@@ -269,6 +288,9 @@ class Runner:
             break
         elif output is None and not self.skip_reason(stage, output):
           break  # stopped short of its step (SIGTERM saves and exits 0): nothing to evaluate
+        elif stage.kind in self.TRACKED:
+          write_json(self.path(stage.name, 'progress.json'),
+                     dict(self.made(stage), **{key: self.making(stage, output)}))
     return self.judge(stage, exits, time.time() - t0)
 
   def last_error(self, stage, offset):
@@ -380,8 +402,9 @@ class Runner:
     where = self.path(stage.name, 'done.json')
     if record.get('failed'):  # stopped by the guard: its training only
       return self.verify_training(stage, record, where)
-    if stage.kind in ('figures', 'calibration') and set(stage.after) & pending:
-      return Redo(stage.outputs, f'{", ".join(sorted(set(stage.after) & pending))} runs again')
+    if stage.kind in self.TRACKED and set(stage.after) & pending:
+      # Judged again after them: what their new outputs change runs again (progress.json).
+      return Redo((), f'{", ".join(sorted(set(stage.after) & pending))} runs again')
     redo = self.verify_training(stage, record, where)
     if redo is not None:
       return redo
