@@ -240,8 +240,9 @@ def collect_figures(out, stages, seed):
       os.replace(os.path.join(staging, name), os.path.join(target, name))
     for name in sorted(mine - set(names)):
       os.remove(os.path.join(target, name))
-    runner_lib.write_json(os.path.join(out, FIGURES_MANIFEST), dict(files={
-        n: outputs.stat_of(os.path.join(target, n)) for n in names}))
+    if names or written:
+      runner_lib.write_json(os.path.join(out, FIGURES_MANIFEST), dict(files={
+          n: outputs.stat_of(os.path.join(target, n)) for n in names}))
   finally:
     shutil.rmtree(staging, ignore_errors=True)
   return names
