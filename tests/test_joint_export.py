@@ -23,7 +23,7 @@ def test_joint_export_round_trip_with_refine(saved_decoder, tmp_path):  # noqa: 
   strategy = tf.distribute.get_strategy()
   workdir = str(tmp_path / 'run')
   Trainer(JointTask(config, strategy), config, workdir, strategy, verbose=False).train(2)
-  run = trained_run.load_run(workdir)
+  run = trained_run.load_run(workdir, trust_code=True)  # its SavedModel: our own
   module = export.build_module(run)
   latents = tf.random.stateless_normal([3, 4], [0, 1])
   first = module.refine(latents)

@@ -116,7 +116,7 @@ def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved
   workdir = str(tmp_path / 'run')
   Trainer(joint.JointTask(config, strategy), config, workdir, strategy,
           verbose=False).train(2)
-  run = trained_run.load_run(workdir)
+  run = trained_run.load_run(workdir, trust_code=True)  # its SavedModel: our own
   assert run.step == 2
   task = run.model
   methods = samplers.joint(run)

@@ -97,7 +97,7 @@ def test_paper_scale_pins_float32_unless_told_and_can_import_the_published_sngan
   assert release['sngan_release'].commands[0][:2] == ['python', 'experiments/import_release.py']
   assert '--hat=/rel/c10/ebm.ckpt' in release['sngan_release'].commands[0]
   assert release['refinement_s0'].after == ('sngan_release',)
-  assert '--config.generator.path=sngan_release' in release['noresidual_s0'].commands[0]
+  assert '--config.generator.path=sngan_release/generator' in release['noresidual_s0'].commands[0]
   with pytest.raises(ValueError, match='--release_sngan .* needs --scale=paper'):
     stages_lib.build(options(tmp_path, release_sngan='/rel/c10'))
 
@@ -496,6 +496,10 @@ def test_report_figures_are_collected_by_kind_with_the_historical_update_montage
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(png)
 
+  # An earlier pipeline's: a stage it no longer has left a copied figure (and samples, below).
+  draw('coop_s0', 'training_curves.png')
+  earlier = [stages_lib.Stage('coop_s0', 'synthesis', 'ablations', [], [], workdir='coop_s0')]
+  assert pipeline.collect_figures(str(tmp_path), earlier, 0) == ['coop_s0_training_curves.png']
   for arm in ('synthesis', 'current', 'coop_bn'):
     draw(f'{arm}_s0', 'training_curves.png')
     for step in (250, 500, 750, 1000):
@@ -506,9 +510,7 @@ def test_report_figures_are_collected_by_kind_with_the_historical_update_montage
     draw('samples', 'synthesis', name)
   draw('samples', 'refinement_baselines', 'side_by_side.png')
   draw('samples', 'refinement_baselines', 'ddls.png')  # the same grid as in side_by_side.png
-  # An earlier pipeline's: a stage it no longer has left samples and a copied figure.
   draw('samples', 'coop', 'langevin_path.png')
-  draw('figures', 'coop_s0_training_curves.png')
   stages = stages_lib.build(options(tmp_path, seeds=(0,), parts=('synthesis', 'ood',
                                                                  'ablations', 'figures')))
   names = pipeline.collect_figures(str(tmp_path), stages, 0)

@@ -146,8 +146,8 @@ def _run_flags(fv):
                       '<workdir>/checkpoints) or a checkpoint path; default: the latest.',
                       flag_values=fv)
   flags.DEFINE_bool('trust_workdir_code', False, 'Import the code a run\'s config.json names: '
-                    'a generator factory, a kind outside tf_hat_ebm (a workdir is data: off by '
-                    'default).', flag_values=fv)
+                    'a generator factory or SavedModel, a kind outside tf_hat_ebm (a workdir is '
+                    'data: off by default).', flag_values=fv)
   flags.DEFINE_bool('allow_other_generator', False, 'Load a joint run over a generator whose '
                     'weights differ from those it was trained on (its pinned fingerprint).',
                     flag_values=fv)

@@ -291,6 +291,9 @@ def _joint(config, step, hat, request, workdir, generator, decoder, encoder, gen
     here.generator.path = os.path.abspath(gen_staging or generator_workdir)
     model = registry.for_config(config).inference_model(here)
     model.hat.set_weights(hat_model.get_weights())
+    # The pin the load recorded (its checkpoint, the weights' fingerprint), as a training would.
+    config.generator.checkpoint = here.generator.get('checkpoint')
+    config.generator.fingerprint = here.generator.get('fingerprint', '')
     _write_workdir(staging, config, step, model.checkpoint_items(), request)
     _move_in(staging, workdir)
   if gen_staging and not nested:

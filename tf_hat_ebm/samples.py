@@ -202,7 +202,11 @@ def gallery(workdir, out='docs/gallery.png', num=36, path_chains=3, seed=0, over
   """tf-hat-ebm-gallery: the README's figure, `num` samples X = G(Z) + Y, G(Z) and Y of the
   run's sampling chain as three labelled panels, the Langevin path of `path_chains` chains
   below them, in one PNG `out`. Returns the image [height, width, 4]."""
-  result_files.check_output_file(out, overwrite)
+  with outputs.ResultWriter([out], overwrite, 'gallery.py', 'out'):
+    return _gallery(workdir, out, num, path_chains, seed, load)
+
+
+def _gallery(workdir, out, num, path_chains, seed, load):
   run = trained_run.load_run(workdir, **load)
   module = export.build_module(run)
   drawn = module.sample(num_samples=num, seed=seed)

@@ -185,6 +185,7 @@ def load_config(workdir, defaults=None, trust_code=False):
   if not isinstance(config, dict):
     raise ValueError(f'{path} holds a JSON {type(config).__name__}, not a config object')
   check_kind(path, config.get('experiment', 'synthesis'), trust_code)
+  check_pin(workdir, path, config)
   # Without `defaults`, the registered kind's: every read-back config is checked field by field.
   kind_defaults = (defaults or registry.Kind.defaults_of)(config.get('experiment', 'synthesis'))
   if kind_defaults is not None:
@@ -212,6 +213,18 @@ def check_kind(path, name, trust_code):
                      '--trust_workdir_code if you trust this workdir (known kinds: '
                      f'{", ".join(registry.KINDS)})')
   registry.get(name)  # the user's own code: imported, its KIND registered
+
+
+def check_pin(workdir, path, config):
+  """Refuses an empty generator.fingerprint in the config.json of a run that trained (has
+  checkpoints): every such run recorded one, and an empty one would turn the pin off."""
+  gen = config.get('generator')
+  if (isinstance(gen, dict) and gen.get('fingerprint') == ''
+      and checkpoints.checkpoint_steps(os.path.join(workdir, 'checkpoints'))):
+    raise ValueError(f'{path}: generator.fingerprint is empty, but this run recorded the weights '
+                     'of its generator there (edited?): restore it from a copy of config.json; to '
+                     'load whatever generator is there now, set any 16 hex digits and pass '
+                     '--allow_other_generator')
 
 
 def fill_missing(config, defaults, prefix=''):

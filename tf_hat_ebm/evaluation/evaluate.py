@@ -6,6 +6,7 @@ Feature networks, data activations and their caches are fid.py's.
 import os
 from typing import Optional
 
+from tf_hat_ebm import outputs
 from tf_hat_ebm import registry
 from tf_hat_ebm import result_files
 from tf_hat_ebm import summaries
@@ -68,7 +69,14 @@ def evaluate_run(workdir, num_samples=None, runs=3, batch_size=250,
   result) and logged to the workdir's TensorBoard (eval/<metric>_<method>) at the checkpoint's
   step. Returns the EvalResult."""
   path = os.path.join(workdir, 'fid.json')
-  result_files.check_output_file(path, overwrite)
+  # One writer of fid.json: a second evaluation at once (another --seed) is refused.
+  with outputs.ResultWriter([path], overwrite, 'evaluate_fid.py'):
+    return _evaluate(path, workdir, num_samples, runs, batch_size, feature_net, inception_path,
+                     feature_cache_dir, seed, baselines, load)
+
+
+def _evaluate(path, workdir, num_samples, runs, batch_size, feature_net, inception_path,
+              feature_cache_dir, seed, baselines, load):
   run, samplers_of = load_for_eval(workdir, **load)
   data_cfg = run.config.data
   inception = fid.feature_net_name(data_cfg, feature_net) == 'inception'

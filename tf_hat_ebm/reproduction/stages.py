@@ -80,6 +80,9 @@ ABLATIONS = {
 }
 # The release's CIFAR-10 refinement files (--release_sngan=DIR): hat and SN-GAN generator.
 RELEASE_FILES = dict(hat='ebm.ckpt', generator='gen.ckpt')
+# The imported SN-GAN's workdir: inside the stage's directory (which holds its log and record),
+# never that directory itself, which the import would refuse as not empty on every rerun.
+RELEASE_GAN = 'sngan_release/generator'
 
 
 @dataclasses.dataclass
@@ -125,6 +128,9 @@ class Stage:
   config: Optional[str] = None  # the training's config file (with its size), as in the command
   overrides: Dict[str, object] = dataclasses.field(default_factory=dict)
   label: Optional[str] = None  # how the report names the stage's model, where it differs
+  # Files of other stages it reads (relative to --out): its record holds their hashes, and a
+  # change of any of them makes the stage run again (the calibration's samples).
+  inputs: List[str] = dataclasses.field(default_factory=list)
 
   def command_lines(self):
     return [shlex.join(c) for c in self.commands]
@@ -185,11 +191,11 @@ class _Builder:
     commands = [['python', 'experiments/import_release.py',
                  f'--config={self.config_file(self.scale.configs["refinement"])}',
                  f'--hat={files["hat"]}', f'--generator={files["generator"]}',
-                 '--workdir=release_refinement', '--generator_workdir=sngan_release'],
-                ['python', 'experiments/evaluate_fid.py', '--workdir=sngan_release'] + self.fid]
+                 '--workdir=release_refinement', f'--generator_workdir={RELEASE_GAN}'],
+                ['python', 'experiments/evaluate_fid.py', f'--workdir={RELEASE_GAN}'] + self.fid]
     self.stages.append(Stage('sngan_release', 'release', 'refinement', commands,
-                             ['sngan_release/config.json', 'sngan_release/fid.json'],
-                             workdir='sngan_release', result='fid', label='published SN-GAN'))
+                             [f'{RELEASE_GAN}/config.json', f'{RELEASE_GAN}/fid.json'],
+                             workdir=RELEASE_GAN, result='fid', label='published SN-GAN'))
 
   def seed(self, seed):
     """The stages of one training seed (Tables 1-3 and the retrofit)."""
@@ -233,14 +239,14 @@ class _Builder:
   def refinement(self, seed, data, gan_config, config):
     s = f'_s{seed}'
     if self.o.release_sngan and not data:
-      gan = 'sngan_release'
-      if not any(st.name == gan for st in self.stages):
+      gan = RELEASE_GAN
+      if not any(st.name == 'sngan_release' for st in self.stages):
         self.release_sngan()
     else:
       gan = f'sngan{data}{s}'
       self.trained(gan, 'sngan', 'refinement', seed, config=gan_config, label='retrained SN-GAN')
     self.trained(f'refinement{data}{s}', 'refinement', 'refinement', seed, config=config,
-                 extra={'generator.path': gan}, after=(gan,))
+                 extra={'generator.path': gan}, after=(gan.split('/')[0],))
 
   def ablations(self, seed):
     """Each arm beside its reference: the generator's targets, and refinement without Y (scored
@@ -249,7 +255,7 @@ class _Builder:
       extra, after = dict(extra), ()
       if reference == 'refinement':
         gan = 'sngan_release' if self.o.release_sngan else f'sngan_s{seed}'
-        extra['generator.path'], after = gan, (gan,)
+        extra['generator.path'], after = RELEASE_GAN if self.o.release_sngan else gan, (gan,)
       self.trained(f'{arm}_s{seed}', reference, 'ablations', seed, extra=extra, after=after,
                    reference=f'{reference}_s{seed}', baselines=reference != 'refinement')
 
@@ -262,6 +268,10 @@ class _Builder:
       return base.split('_')[0] in ('synthesis', 'refinement', 'retrofit') or base in ABLATIONS
     models = [st.name for st in self.stages if st.result == 'fid' and st.name.endswith(
         f'_s{seed}') and shown(st.name.rsplit('_s', 1)[0])]
+    if not models:  # a figures stage of nothing would be recorded done and never draw
+      raise ValueError('--parts=figures draws the models of the other parts, and none of them '
+                       'trains one: give them too, e.g. --parts=synthesis,figures (the stages '
+                       'done in --out are skipped)')
     for model in models:
       target = f'samples/{model.rsplit("_s", 1)[0]}'
       cmds.append(['python', 'experiments/sample.py', f'--workdir={model}', f'--output={target}',
@@ -282,14 +292,14 @@ class _Builder:
     """The FID's floor and memorisation bound at its N, and the coverage of each model's
     samples (the figures stage's samples.npz)."""
     num = next(a.split('=', 1)[1] for a in self.fid if a.startswith('--num_samples='))
-    samples = ','.join(f'{m.rsplit("_s", 1)[0]}=samples/{m.rsplit("_s", 1)[0]}/samples.npz'
-                       for m in models)
+    files = [f'samples/{m.rsplit("_s", 1)[0]}/samples.npz' for m in models]
+    samples = ','.join(f'{m.rsplit("_s", 1)[0]}={f}' for m, f in zip(models, files))
     cmd = ['python', 'experiments/calibrate_fid.py', f'--workdir={models[0]}', f'--num={num}',
            '--feature_cache_dir=feature_cache', f'--samples={samples}',
            '--output=calibration/calibration.json', '--overwrite']
     self.stages.append(Stage('calibration', 'calibration', 'figures', [cmd],
                              ['calibration/calibration.json'], after=('figures',),
-                             result='json'))
+                             result='json', inputs=files))
 
 
 def build(options):
