@@ -25,6 +25,7 @@ from absl import logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
 from tf_hat_ebm.errors import fail, main_guard, one_line  # noqa: E402
+from tf_hat_ebm import progress  # noqa: E402
 
 HELP_ARGS = ('-h', '-?', '--help', '--helpshort', '--helpfull')
 # load_run's name for a flag where it differs from the flag's.
@@ -543,6 +544,7 @@ def flow_arguments(fv):
 
 def main(name, argv=None, default_config=None):
   """Runs the command `name` on argv (default sys.argv): --help, or the flow on the flags."""
+  progress.guard_output()
   command = COMMANDS[name]
   if default_config:
     command = dataclasses.replace(command, default_config=default_config)

@@ -22,7 +22,6 @@ Synthesis models are `ConditionalHatEBMModule`s. Joint (refinement / retrofit) m
 `refine(latents)`: the joint chain from given latents, e.g. a GAN's own samples' latents.
 """
 import dataclasses
-import json
 import os
 import shutil
 import tempfile
@@ -38,6 +37,7 @@ from tf_hat_ebm import outputs
 from tf_hat_ebm import run_lib
 from tf_hat_ebm import text as text_lib
 from tf_hat_ebm import trained_run
+from tf_hat_ebm import workdir as workdir_lib
 # num_samples is int64 (an int32 input would wrap 2**32 + 4 to 4); one call makes at most this many.
 MAX_SAMPLES = 2**31 - 1
 # energy() accepts images in [-1, 1] up to float rounding; [0, 255] or [0, 1]-scaled data is not.
@@ -293,7 +293,7 @@ def _measured(workdir):
       continue
     try:
       with tf.io.gfile.GFile(path) as f:
-        result = json.load(f)
+        result = workdir_lib.parse_json(f.read())
     except (ValueError, tf.errors.OpError):
       continue
     if not isinstance(result, dict):
@@ -459,9 +459,12 @@ def load_saved_model(path, flag):
                      'tf-hat-ebm-export)')
   try:
     model = tf.saved_model.load(path)
-  except (OSError, ValueError, KeyError, message.DecodeError, tf.errors.OpError) as e:
+  except (OSError, ValueError, KeyError, IndexError, message.DecodeError,
+          tf.errors.OpError) as e:
     lines = str(e).strip().splitlines()
-    raise ValueError(f'--{flag}={path}: unreadable SavedModel (truncated or corrupt?): '
+    # IndexError: TF's reader of a variables file shorter than its index says.
+    where = os.path.join(path, 'variables') + ': ' if isinstance(e, IndexError) else ''
+    raise ValueError(f'--{flag}={path}: unreadable SavedModel (truncated or corrupt?): {where}'
                      f'{lines[0] if lines else type(e).__name__}') from e
   missing = [name for name in ('sample', 'sample_path', 'energy') if not hasattr(model, name)]
   if missing:

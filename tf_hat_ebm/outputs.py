@@ -105,7 +105,7 @@ class OwnedOutput:
       return {}
     try:
       with tf.io.gfile.GFile(self.manifest) as f:
-        files = json.load(f).get('files', {})
+        files = workdir_lib.parse_json(f.read()).get('files', {})
       if isinstance(files, list):  # a manifest without stats: nothing can be checked
         files = {name: None for name in files}
       return {str(n): files[n] for n in files if _plain_name(str(n), self.script)}
@@ -177,7 +177,7 @@ class OwnedOutput:
       return
     try:
       with open(self.journal) as f:
-        journal = json.load(f)
+        journal = workdir_lib.parse_json(f.read())
       aside_name, old, new = str(journal['aside']), list(journal['old']), dict(journal['new'])
       aside = self._entry(aside_name)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:

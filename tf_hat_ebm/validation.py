@@ -319,9 +319,13 @@ def check_generator(config, source=None):
   for i, d in enumerate(gen.get('latent_shape') or ()):
     check_number(f'generator.latent_shape[{i}]', d, 1, MAX_Z_DIM, integer=True, source=source)
   output_range = tuple(gen.get('output_range') or (-1.0, 1.0))
-  if (len(output_range) != 2 or not all(isinstance(v, (int, float)) for v in output_range)
+  # Finite and bounded: the map to [-1, 1] divides by high - low (Inf made NaN samples).
+  if (len(output_range) != 2
+      or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                 and math.isfinite(v) and abs(v) <= MAX_SCALE for v in output_range)
       or not output_range[0] < output_range[1]):
-    _fail('generator.output_range', 'two numbers low < high', gen.output_range, source)
+    _fail('generator.output_range', f'two finite numbers low < high, each within +-{MAX_SCALE:g}',
+          gen.output_range, source)
   if gen.get('checkpoint') is not None:
     check_number('generator.checkpoint', gen.checkpoint, 0, MAX_STEPS, integer=True,
                  optional=True, source=source)

@@ -4,7 +4,6 @@
 writes). A non-empty directory without one is refused unless --overwrite, and even then an entry
 of the name of one of reproduce.py's own that it did not write is refused, never replaced.
 """
-import json
 import os
 import re
 import shutil
@@ -60,7 +59,7 @@ def read_marker(out):
     return None
   try:
     with open(path) as f:
-      marker = json.load(f)
+      marker = workdir_lib.parse_json(f.read())
     return list(marker['entries'])
   except (OSError, ValueError, KeyError, TypeError) as e:
     raise ValueError(f'{path} is not reproduce.py\'s marker ({cli.one_line(e)}): this --out was '
