@@ -227,8 +227,9 @@ def _define_sample(fv):
                        upper_bound=MAX_SEED, flag_values=fv)
   flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1,
                        upper_bound=MAX_BATCH, flag_values=fv)
+  # 100 chains of 3 rows fit matplotlib's 2**16 pixels at 128x128 images.
   flags.DEFINE_integer('path_chains', 4, 'Chains in the Langevin-path figure.', lower_bound=1,
-                       flag_values=fv)
+                       upper_bound=100, flag_values=fv)
   _path_steps_flag(fv, 'Chain steps shown in the path figure (workdir only; a SavedModel has the '
                    'steps chosen at export). Default: 5 evenly spaced in 0..K.')
   _run_flags(fv)
@@ -542,6 +543,16 @@ def flow_arguments(fv):
   return {FLOW_ARGS.get(name, name): fv[name].value for name in _own_flags(fv)}
 
 
+# The flags that lower a command's memory, named when it runs out (in this order).
+MEMORY_FLAGS = ('batch_size', 'jobs', 'num_samples')
+
+
+def memory_flags(fv):
+  names = set(_own_flags(fv))
+  found = [f'--{name}' for name in MEMORY_FLAGS if name in names]
+  return found + (['--config.training.batch_size'] if 'config' in names else [])
+
+
 def main(name, argv=None, default_config=None):
   """Runs the command `name` on argv (default sys.argv): --help, or the flow on the flags."""
   progress.guard_output()
@@ -563,7 +574,7 @@ def main(name, argv=None, default_config=None):
   logging.set_verbosity(logging.WARNING)
   module, _, function = command.flow.partition(':')
   flow = getattr(importlib.import_module(module), function)
-  return main_guard(lambda: flow(**flow_arguments(fv)))
+  return main_guard(lambda: flow(**flow_arguments(fv)), memory_flags=memory_flags(fv))
 
 
 # The console commands (pyproject.toml's [project.scripts]).

@@ -46,6 +46,9 @@ _SAMPLE_SIGNATURE = [tf.TensorSpec([], tf.int64, name='num_samples'),
                      tf.TensorSpec([], tf.int64, name='seed')]
 
 
+MAX_PATH_STEPS = 50
+
+
 def default_path_steps(num_steps, points=5):
   """Evenly spaced chain steps 0..K for the Langevin-path figure."""
   return sorted(set(int(round(s)) for s in np.linspace(0, num_steps, points)))
@@ -107,6 +110,9 @@ class HatEBMModule(tf.Module):
     self._image_shape = tuple(int(d) for d in image_shape)
     steps = default_path_steps(settings.steps) if path_steps is None else path_steps
     steps = sorted(set(int(s) for s in steps))
+    if len(steps) > MAX_PATH_STEPS:  # columns of the path figure
+      raise ValueError(f'--path_steps: {len(steps)} steps; the path figure shows at most '
+                       f'{MAX_PATH_STEPS}')
     if not steps or steps[0] < 0 or steps[-1] > settings.steps:
       raise ValueError(f'path steps must lie in 0..{settings.steps} (the sampling chain\'s K); '
                        f'got {steps}')
@@ -455,6 +461,10 @@ def save(module, output_dir):
 def load_saved_model(path, flag):
   """A SavedModel written by `save`; anything else is a one-line error naming --flag."""
   if not tf.io.gfile.exists(os.path.join(path, 'saved_model.pb')):
+    if tf.io.gfile.exists(os.path.join(path, '.export.commit.json')):
+      raise ValueError(f'--{flag}={path}: an export there was interrupted while it replaced the '
+                       'SavedModel (.export.commit.json); the same export.py command with '
+                       '--overwrite puts the earlier one back and writes the new one')
     raise ValueError(f'--{flag}={path}: no saved_model.pb there (write one with '
                      'tf-hat-ebm-export)')
   try:

@@ -72,7 +72,8 @@ def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpo
             if not path.endswith(f'ckpt-{s}')]
   checkpoints.restore(path, dict(step=step, **model.checkpoint_items()),
                       f'a {kind.name} model built from its config.json',
-                      f'; try --checkpoint={others[-1]}' if others else '')
+                      f'; try --checkpoint={others[-1]}' if others else '',
+                      shapes_from=os.path.join(workdir, 'config.json'))
   return Run(config=config, model=model, step=int(step.numpy()), checkpoint=path, workdir=workdir,
              kind=kind, other_generator=other)
 

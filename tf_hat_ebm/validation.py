@@ -33,7 +33,9 @@ INITS = ('glorot', 'mimicry')
 # Sane upper bounds: far above any run the paper or the release made, far below what overflows
 # TensorFlow's int32 shapes or float32, or would run for days before the first line is printed.
 MAX_SEED = 2**31 - 1
-MAX_CHAIN_STEPS = 100_000
+# A chain a user can wait for: 28x the longest a config runs (350), minutes on a CPU.
+MAX_CHAIN_STEPS = 10_000
+MAX_LOOP_STEPS = 100_000  # training.steps_per_loop: steps per host call
 MAX_STEP_SIZE = 100.0
 MAX_SCALE = 1e6       # temperatures, drift clips, prior sigmas, loss factors
 MAX_WIDTH = 4096
@@ -213,7 +215,7 @@ def check_training(t, source=None):
 
   check_number('training.batch_size', t.get('batch_size'), 1, MAX_BATCH, integer=True,
                source=source)
-  for key, high in (('steps_per_loop', MAX_CHAIN_STEPS), ('keep_checkpoints', 10_000),
+  for key, high in (('steps_per_loop', MAX_LOOP_STEPS), ('keep_checkpoints', 10_000),
                     ('num_grid_samples', 10_000), ('bank_size', MAX_COUNT), ('n_dis', 1000),
                     ('eval_examples', MAX_COUNT)):
     if key in t:

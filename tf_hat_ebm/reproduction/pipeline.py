@@ -4,12 +4,14 @@
 writes). A non-empty directory without one is refused unless --overwrite, and even then an entry
 of the name of one of reproduce.py's own that it did not write is refused, never replaced.
 """
+import math
 import os
 import re
 import shutil
 
 from tf_hat_ebm import cli
 from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import outputs
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.reproduction import report as report_lib
 from tf_hat_ebm.reproduction import runner as runner_lib
@@ -68,6 +70,7 @@ def read_marker(out):
 
 def claim(out, entries, overwrite):
   """Checks that reproduce.py may write `entries` in `out`; the entries it owns there."""
+  outputs.refuse_dangling_link(out, 'out')
   if os.path.lexists(out) and not os.path.isdir(out):
     raise ValueError(f'--out={out} is a file; give a directory')
   present = sorted(os.listdir(out)) if os.path.isdir(out) else []
@@ -210,11 +213,34 @@ def run_configs(stages, seed):
   return configs
 
 
+def non_finite(value, where=''):
+  """The dotted path of the first NaN or Inf in a JSON value (a record edited by hand), or None."""
+  if isinstance(value, float) and not math.isfinite(value):
+    return where
+  items = value.items() if isinstance(value, dict) else (
+      enumerate(value) if isinstance(value, list) else ())
+  for key, item in items:
+    found = non_finite(item, f'{where}.{key}' if where else str(key))
+    if found:
+      return found
+  return None
+
+
 def write_report(records, options, stages):
-  """report.md, report.json, figures/ and the markdown in TensorBoard's text tab."""
+  """report.md, report.json, figures/ and the markdown in TensorBoard's text tab: all or none."""
   out, seed = options.out, options.seeds[0]
+  for name, record in sorted(records.items()):
+    field = non_finite(record, '')
+    if field:  # a record is written without NaN (run_lib.write_json): this one was edited
+      raise ValueError(f'{os.path.join(out, name, "done.json")}: field {field} is not a finite '
+                       f'number; delete that file to evaluate stage {name} again (no report '
+                       'written)')
   markdown, data = report_lib.build_report(records, options, collect_figures(out, stages, seed),
                                            run_configs(stages, seed))
+  field = non_finite(data)
+  if field:
+    raise ValueError(f'the report\'s field {field} is not a finite number: report.md and '
+                     'report.json not written')
   runner_lib.write_text(os.path.join(out, 'report.md'), markdown)
   runner_lib.write_json(os.path.join(out, 'report.json'), data)
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
