@@ -382,7 +382,7 @@ def test_samples_stream_to_disk_in_batches(tmp_path):
 
 
 # Runs experiments/export.py with tf.saved_model.save failing half-way through its write.
-@pytest.mark.parametrize('error,code,text', [('disk_full', 1, 'out of space or memory'),
+@pytest.mark.parametrize('error,code,text', [('disk_full', 1, 'out of disk space'),
                                              ('interrupt', 130, 'interrupted')])
 def test_failed_export_removes_its_staging_dir_and_keeps_the_old_export(
     error, code, text, trained_workdir, tmp_path, monkeypatch):
@@ -494,7 +494,9 @@ def raise_(error):
 
 
 @pytest.mark.parametrize('error, code, text', [
-    (OSError(errno.ENOSPC, 'No space left on device'), 1, 'out of space or memory'),
+    (OSError(errno.ENOSPC, 'No space left on device'), 1, 'out of disk space: free some'),
+    (tf.errors.ResourceExhaustedError(None, None, 'OOM when allocating tensor'), 1,
+     'out of memory: use a smaller batch'),
     (tf.errors.ResourceExhaustedError(None, None, 'ckpt-4.data: No space left on device'), 1,
      'ckpt-4.data: No space left on device'),
     (KeyboardInterrupt(), 130, 'interrupted at the test'),

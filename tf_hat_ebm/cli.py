@@ -26,6 +26,7 @@ from ml_collections import config_flags  # noqa: E402
 
 from tf_hat_ebm import validation  # noqa: E402
 from tf_hat_ebm.errors import fail, main_guard, one_line  # noqa: E402
+from tf_hat_ebm import progress  # noqa: E402
 
 HELP_ARGS = ('-h', '-?', '--help', '--helpshort', '--helpfull')
 # load_run's name for a flag where it differs from the flag's.
@@ -229,8 +230,9 @@ def _define_sample(fv):
                        upper_bound=MAX_SEED, flag_values=fv)
   flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1,
                        upper_bound=MAX_BATCH, flag_values=fv)
+  # 100 chains of 3 rows fit matplotlib's 2**16 pixels at 128x128 images.
   flags.DEFINE_integer('path_chains', 4, 'Chains in the Langevin-path figure.', lower_bound=1,
-                       flag_values=fv)
+                       upper_bound=100, flag_values=fv)
   _path_steps_flag(fv, 'Chain steps shown in the path figure (workdir only; a SavedModel has the '
                    'steps chosen at export). Default: 5 evenly spaced in 0..K.')
   _run_flags(fv)
@@ -517,8 +519,19 @@ def flow_arguments(fv):
   return {FLOW_ARGS.get(name, name): fv[name].value for name in _own_flags(fv)}
 
 
+# The flags that lower a command's memory, named when it runs out (in this order).
+MEMORY_FLAGS = ('batch_size', 'jobs', 'num_samples')
+
+
+def memory_flags(fv):
+  names = set(_own_flags(fv))
+  found = [f'--{name}' for name in MEMORY_FLAGS if name in names]
+  return found + (['--config.training.batch_size'] if 'config' in names else [])
+
+
 def main(name, argv=None, default_config=None):
   """Runs the command `name` on argv (default sys.argv): --help, or the flow on the flags."""
+  progress.guard_output()
   command = COMMANDS[name]
   if default_config:
     command = dataclasses.replace(command, default_config=default_config)
@@ -536,7 +549,7 @@ def main(name, argv=None, default_config=None):
   # commands print their own progress.
   logging.set_verbosity(logging.WARNING)
   flow = _load(command.flow)
-  return main_guard(lambda: flow(**flow_arguments(fv)))
+  return main_guard(lambda: flow(**flow_arguments(fv)), memory_flags=memory_flags(fv))
 
 
 def _load(spec):

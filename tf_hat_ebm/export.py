@@ -22,7 +22,6 @@ Synthesis models are `ConditionalHatEBMModule`s. Joint (refinement / retrofit) m
 `refine(latents)`: the joint chain from given latents, e.g. a GAN's own samples' latents.
 """
 import dataclasses
-import json
 import math
 import os
 import shutil
@@ -39,6 +38,7 @@ from tf_hat_ebm import outputs
 from tf_hat_ebm import result_files
 from tf_hat_ebm import text as text_lib
 from tf_hat_ebm import trained_run
+from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.evaluation import result as result_lib
 
 # num_samples is int64 (an int32 input would wrap 2**32 + 4 to 4); one call makes at most this many.
@@ -47,6 +47,9 @@ MAX_SAMPLES = 2**31 - 1
 RANGE_TOLERANCE = 1e-3
 _SAMPLE_SIGNATURE = [tf.TensorSpec([], tf.int64, name='num_samples'),
                      tf.TensorSpec([], tf.int64, name='seed')]
+
+
+MAX_PATH_STEPS = 50
 
 
 def default_path_steps(num_steps, points=5):
@@ -110,6 +113,9 @@ class HatEBMModule(tf.Module):
     self._image_shape = tuple(int(d) for d in image_shape)
     steps = default_path_steps(settings.steps) if path_steps is None else path_steps
     steps = sorted(set(int(s) for s in steps))
+    if len(steps) > MAX_PATH_STEPS:  # columns of the path figure
+      raise ValueError(f'--path_steps: {len(steps)} steps; the path figure shows at most '
+                       f'{MAX_PATH_STEPS}')
     if not steps or steps[0] < 0 or steps[-1] > settings.steps:
       raise ValueError(f'path steps must lie in 0..{settings.steps} (the sampling chain\'s K); '
                        f'got {steps}')
@@ -297,7 +303,7 @@ def _measured(workdir):
       continue
     try:
       with tf.io.gfile.GFile(path) as f:
-        saved = json.load(f)
+        saved = workdir_lib.parse_json(f.read())
       result = result_lib.EvalResult.from_json(saved) if name == 'fid.json' else saved
     except (ValueError, tf.errors.OpError):
       continue
@@ -476,13 +482,20 @@ def save(module, output_dir):
 def load_saved_model(path, flag):
   """A SavedModel written by `save`; anything else is a one-line error naming --flag."""
   if not tf.io.gfile.exists(os.path.join(path, 'saved_model.pb')):
+    if tf.io.gfile.exists(os.path.join(path, '.export.commit.json')):
+      raise ValueError(f'--{flag}={path}: an export there was interrupted while it replaced the '
+                       'SavedModel (.export.commit.json); the same export.py command with '
+                       '--overwrite puts the earlier one back and writes the new one')
     raise ValueError(f'--{flag}={path}: no saved_model.pb there (write one with '
                      'tf-hat-ebm-export)')
   try:
     model = tf.saved_model.load(path)
-  except (OSError, ValueError, KeyError, message.DecodeError, tf.errors.OpError) as e:
+  except (OSError, ValueError, KeyError, IndexError, message.DecodeError,
+          tf.errors.OpError) as e:
     lines = str(e).strip().splitlines()
-    raise ValueError(f'--{flag}={path}: unreadable SavedModel (truncated or corrupt?): '
+    # IndexError: TF's reader of a variables file shorter than its index says.
+    where = os.path.join(path, 'variables') + ': ' if isinstance(e, IndexError) else ''
+    raise ValueError(f'--{flag}={path}: unreadable SavedModel (truncated or corrupt?): {where}'
                      f'{lines[0] if lines else type(e).__name__}') from e
   missing = [name for name in ('sample', 'sample_path', 'energy') if not hasattr(model, name)]
   if missing:

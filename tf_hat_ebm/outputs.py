@@ -25,6 +25,7 @@ def check_output_dir(path, overwrite, flag, owned=()):
   """
   if not path:
     raise ValueError(f'--{flag} is empty: give a directory')
+  refuse_dangling_link(path, flag)
   if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
     raise ValueError(f'--{flag}={path} is a file; give a directory')
   # Resolved through links: a symlink never carries an output into a workdir's own directory.
@@ -131,6 +132,13 @@ class ResultWriter:
     return self._lock.__exit__(*exc)
 
 
+def refuse_dangling_link(path, flag):
+  """A link to nowhere as an output directory is named as such (not 'a file')."""
+  if os.path.islink(path) and not os.path.exists(path):
+    raise ValueError(f'--{flag}={path} is a dangling symlink (to {os.readlink(path)}): remove it '
+                     'or make its target a directory')
+
+
 def _is_workdir(path):
   return bool(path) and (tf.io.gfile.exists(os.path.join(path, 'config.json'))
                          or tf.io.gfile.isdir(os.path.join(path, 'checkpoints')))
@@ -195,7 +203,7 @@ class OwnedOutput:
       return {}
     try:
       with tf.io.gfile.GFile(self.manifest) as f:
-        files = json.load(f).get('files', {})
+        files = workdir_lib.parse_json(f.read()).get('files', {})
       if isinstance(files, list):  # a manifest without stats: nothing can be checked
         files = {name: None for name in files}
       return {str(n): files[n] for n in files if _plain_name(str(n), self.script)}
@@ -246,13 +254,28 @@ class OwnedOutput:
     new = {name: stat_of(os.path.join(self.staging, name)) for name in staged}
     workdir_lib.write_atomic(self.journal, json.dumps(
         dict(aside=os.path.basename(aside), old=own, new=new)))
-    for name in own:
-      os.replace(self._entry(name), os.path.join(aside, name))
-    for name in staged:
-      os.replace(os.path.join(self.staging, name), self._entry(name))
-    self._write_manifest(staged)
-    os.remove(self.journal)  # committed: from here on the new output is the one
+    try:
+      for name in own:
+        os.replace(self._entry(name), os.path.join(aside, name))
+      for name in staged:
+        os.replace(os.path.join(self.staging, name), self._entry(name))
+      self._write_manifest(staged)
+      os.remove(self.journal)  # committed: from here on the new output is the one
+    except KeyboardInterrupt:
+      raise KeyboardInterrupt(self._interrupted_swap(aside)) from None
     remove(aside)
+
+  def _interrupted_swap(self, aside):
+    """Ctrl-C amid the renames: rolled back (or completed) at once, else said where the old
+    output waits and which command puts it back."""
+    try:
+      self._recover()
+      state = 'holds the new output in full' if self.written else 'is as it was before this run'
+      return f'interrupted while moving the new output into --{self.flag}={self.path}; it {state}'
+    except (OSError, ValueError, KeyboardInterrupt):
+      return (f'interrupted while moving the new output into --{self.flag}={self.path}: the '
+              f'earlier output waits in {aside}; the same command with --overwrite puts it back '
+              'and writes the new one')
 
   def _write_manifest(self, staged):
     files = {name: stat_of(self._entry(name)) if '://' not in self.path else None
@@ -267,7 +290,7 @@ class OwnedOutput:
       return
     try:
       with open(self.journal) as f:
-        journal = json.load(f)
+        journal = workdir_lib.parse_json(f.read())
       aside_name, old, new = str(journal['aside']), list(journal['old']), dict(journal['new'])
       aside = self._entry(aside_name)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:

@@ -117,7 +117,7 @@ class RunRecord:
     with tf.io.gfile.GFile(self.path) as f:
       text = f.read()
     try:
-      runs = json.loads(text)['runs']
+      runs = workdir_lib.parse_json(text)['runs']
     except (ValueError, KeyError, TypeError) as e:
       raise ValueError(f'{self.path} is not a run record ({e}); move it out of the workdir') from e
     return list(runs)

@@ -82,6 +82,14 @@ def check_space(output_dir, num_samples, image_shape):
                      'ask for fewer --num_samples')
 
 
+def chain_steps(model):
+  """K of the model's sampling chain (recorded in every export's chain_settings), or '?'."""
+  try:
+    return int(model.chain_settings['steps'].numpy())
+  except (AttributeError, KeyError, TypeError):
+    return '?'
+
+
 def run_name(path):
   """The name a figure title gives a workdir or SavedModel: its last path component, not the
   absolute path (which says where it lies, not what it is)."""
@@ -100,6 +108,12 @@ def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_c
   parts = {k: os.path.join(output_dir, f'.{k}.npy') for k in ARRAYS}
   arrays, written = None, []
   progress = progress_lib.Progress(num_samples, unit='samples') if verbose else None
+  steps = chain_steps(model)
+  if verbose:  # a long chain shows nothing until its batch ends: say what is coming
+    count = -(-num_samples // batch_size)
+    print(f'drawing {num_samples} samples: {count} batch{"es" if count > 1 else ""} of up to '
+          f'{batch_size} chains of {steps} Langevin steps (sampling.steps); a line per batch',
+          flush=True)
   for start, batch in batches(model, num_samples, batch_size, seed):
     if arrays is None:  # the image shape is known from the first batch
       shape = batch['images'].shape[1:]
@@ -127,6 +141,9 @@ def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_c
       os.remove(part)
   written.append(npz)
 
+  if verbose:
+    print(f'the Langevin path figure: {path_chains} more chains of {steps} steps (--path_chains; '
+          f'{progress_lib.duration(progress.clock() - progress.t0)} for the samples)', flush=True)
   path = model.sample_path(num_samples=path_chains, seed=seed)
   figure_path = os.path.join(output_dir, 'langevin_path.png')
   meta = path_figure(model, path, f'Langevin chains: {source}, seed {seed}', figure_path,

@@ -90,7 +90,8 @@ def _restore(workdir, checkpoint, items, what):
     others = [s for s in checkpoints.list_checkpoints(os.path.join(workdir, 'checkpoints'))
               if not path.endswith(f'ckpt-{s}')]
     try:
-      checkpoints.restore(path, items, what, f'; try --checkpoint={others[-1]}' if others else '')
+      checkpoints.restore(path, items, what, f'; try --checkpoint={others[-1]}' if others else '',
+                          shapes_from=os.path.join(workdir, 'config.json'))
       return path
     except ValueError:
       gone = not (tf.io.gfile.exists(path + '.index') and tf.io.gfile.glob(path + '.data-*'))

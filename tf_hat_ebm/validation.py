@@ -35,7 +35,9 @@ FEATURE_NETS = ('inception', 'classifier')  # the FID's features (--feature_net)
 # Sane upper bounds: far above any run the paper or the release made, far below what overflows
 # TensorFlow's int32 shapes or float32, or would run for days before the first line is printed.
 MAX_SEED = 2**31 - 1
-MAX_CHAIN_STEPS = 100_000
+# A chain a user can wait for: 28x the longest a config runs (350), minutes on a CPU.
+MAX_CHAIN_STEPS = 10_000
+MAX_LOOP_STEPS = 100_000  # training.steps_per_loop: steps per host call
 MAX_STEP_SIZE = 100.0
 MAX_SCALE = 1e6       # temperatures, drift clips, prior sigmas, loss factors
 MAX_WIDTH = 4096
@@ -215,7 +217,7 @@ def check_training(t, source=None):
 
   check_number('training.batch_size', t.get('batch_size'), 1, MAX_BATCH, integer=True,
                source=source)
-  for key, high in (('steps_per_loop', MAX_CHAIN_STEPS), ('keep_checkpoints', 10_000),
+  for key, high in (('steps_per_loop', MAX_LOOP_STEPS), ('keep_checkpoints', 10_000),
                     ('num_grid_samples', 10_000), ('bank_size', MAX_COUNT), ('n_dis', 1000),
                     ('eval_examples', MAX_COUNT)):
     if key in t:
@@ -323,9 +325,13 @@ def check_generator(config, source=None):
   for i, d in enumerate(gen.get('latent_shape') or ()):
     check_number(f'generator.latent_shape[{i}]', d, 1, MAX_Z_DIM, integer=True, source=source)
   output_range = tuple(gen.get('output_range') or (-1.0, 1.0))
-  if (len(output_range) != 2 or not all(isinstance(v, (int, float)) for v in output_range)
+  # Finite and bounded: the map to [-1, 1] divides by high - low (Inf made NaN samples).
+  if (len(output_range) != 2
+      or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                 and math.isfinite(v) and abs(v) <= MAX_SCALE for v in output_range)
       or not output_range[0] < output_range[1]):
-    _fail('generator.output_range', 'two numbers low < high', gen.output_range, source)
+    _fail('generator.output_range', f'two finite numbers low < high, each within +-{MAX_SCALE:g}',
+          gen.output_range, source)
   if gen.get('checkpoint') is not None:
     check_number('generator.checkpoint', gen.checkpoint, 0, MAX_STEPS, integer=True,
                  optional=True, source=source)

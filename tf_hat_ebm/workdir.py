@@ -91,7 +91,7 @@ class WorkdirLock:
 def _read_lock(path):
   try:
     with open(path) as f:
-      owner = json.load(f)
+      owner = parse_json(f.read())
     return owner if isinstance(owner, dict) else {}
   except (OSError, ValueError):
     return {}  # garbled or half-written: treated as a lock of this host whose pid is gone
@@ -178,7 +178,7 @@ def load_config(workdir, defaults=None, trust_code=False):
   except (tf.errors.OpError, UnicodeDecodeError) as e:
     raise ValueError(f'cannot read {path}: {getattr(e, "message", e)}') from e
   try:
-    config = json.loads(text)
+    config = parse_json(text)
   except ValueError as e:
     raise ValueError(f'{path} is not valid JSON ({e}): restore it from a copy, or rewrite it from '
                      'the training config (ConfigDict.to_json_best_effort)') from e
@@ -275,6 +275,16 @@ def check_config(workdir, config, ckpt_dir, kind, allow_change=False):
     raise ValueError(f'workdir {workdir} was made by a different config '
                      f'({"; ".join(changed)}); use a new --workdir, or '
                      '--allow_config_change to resume anyway')
+
+
+def parse_json(text):
+  """json.loads(text); a document nested too deeply for Python's parser (a RecursionError) is
+  malformed JSON like any other: a ValueError, which every reader turns into one line naming
+  the file."""
+  try:
+    return json.loads(text)
+  except RecursionError:
+    raise ValueError('nested too deeply to be read') from None
 
 
 def write_atomic(path, content):

@@ -4,7 +4,7 @@
 writes). A non-empty directory without one is refused unless --overwrite, and even then an entry
 of the name of one of reproduce.py's own that it did not write is refused, never replaced.
 """
-import json
+import math
 import os
 import re
 import shutil
@@ -72,7 +72,7 @@ def read_marker(out):
     return None
   try:
     with open(path) as f:
-      marker = json.load(f)
+      marker = workdir_lib.parse_json(f.read())
     return list(marker['entries'])
   except (OSError, ValueError, KeyError, TypeError) as e:
     raise ValueError(f'{path} is not reproduce.py\'s marker ({cli.one_line(e)}): this --out was '
@@ -81,6 +81,7 @@ def read_marker(out):
 
 def claim(out, entries, overwrite):
   """Checks that reproduce.py may write `entries` in `out`; the entries it owns there."""
+  outputs.refuse_dangling_link(out, 'out')
   if os.path.lexists(out) and not os.path.isdir(out):
     raise ValueError(f'--out={out} is a file; give a directory')
   if outputs.in_checkpoints(out):  # resolved through links, as every command's output
@@ -207,7 +208,7 @@ def check_figures_dir(out):
 def _read_figures_manifest(out):
   try:
     with open(os.path.join(out, FIGURES_MANIFEST)) as f:
-      files = json.load(f)['files']
+      files = workdir_lib.parse_json(f.read())['files']
     return {str(k): v for k, v in files.items() if '/' not in str(k)}
   except (OSError, ValueError, KeyError, TypeError, AttributeError):
     return {}  # none or garbled: nothing there is known to be reproduce.py's
@@ -258,11 +259,34 @@ def run_configs(stages, seed):
   return configs
 
 
+def non_finite(value, where=''):
+  """The dotted path of the first NaN or Inf in a JSON value (a record edited by hand), or None."""
+  if isinstance(value, float) and not math.isfinite(value):
+    return where
+  items = value.items() if isinstance(value, dict) else (
+      enumerate(value) if isinstance(value, list) else ())
+  for key, item in items:
+    found = non_finite(item, f'{where}.{key}' if where else str(key))
+    if found:
+      return found
+  return None
+
+
 def write_report(records, options, stages):
-  """report.md, report.json, figures/ and the markdown in TensorBoard's text tab."""
+  """report.md, report.json, figures/ and the markdown in TensorBoard's text tab: all or none."""
   out, seed = options.out, options.seeds[0]
+  for name, record in sorted(records.items()):
+    field = non_finite(record, '')
+    if field:  # a record is written without NaN (run_lib.write_json): this one was edited
+      raise ValueError(f'{os.path.join(out, name, "done.json")}: field {field} is not a finite '
+                       f'number; delete that file to evaluate stage {name} again (no report '
+                       'written)')
   markdown, data = report_lib.build_report(records, options, collect_figures(out, stages, seed),
                                            run_configs(stages, seed))
+  field = non_finite(data)
+  if field:
+    raise ValueError(f'the report\'s field {field} is not a finite number: report.md and '
+                     'report.json not written')
   runner_lib.write_text(os.path.join(out, 'report.md'), markdown)
   runner_lib.write_json(os.path.join(out, 'report.json'), data)
   import tensorflow as tf  # pylint: disable=g-import-not-at-top

@@ -81,7 +81,7 @@ def training_progress(workdir):
   steps = checkpoints.list_checkpoints(os.path.join(workdir, 'checkpoints'))
   try:
     with open(os.path.join(workdir, 'config.json')) as f:
-      target = json.load(f)['training']['num_steps']
+      target = workdir_lib.parse_json(f.read())['training']['num_steps']
   except (OSError, ValueError, KeyError, TypeError):
     target = None
   return (steps[-1] if steps else 0), target
@@ -91,7 +91,7 @@ def run_precision(workdir):
   """The precision the workdir's last training process computed in (run_info.json), or None."""
   try:
     with open(os.path.join(workdir, 'run_info.json')) as f:
-      return json.load(f)['runs'][-1].get('precision')
+      return workdir_lib.parse_json(f.read())['runs'][-1].get('precision')
   except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError):
     return None
 
@@ -159,9 +159,11 @@ def read_record(path, stage, options):
     return None
   try:
     with open(path) as f:
-      record = json.load(f)
+      record = workdir_lib.parse_json(f.read())
     if not isinstance(record, dict):
       raise ValueError(f'a JSON {type(record).__name__}, not an object')
+    if not isinstance(record.get('result', {}), dict):
+      raise ValueError(f'its result is a JSON {type(record["result"]).__name__}, not an object')
   except (OSError, ValueError) as e:
     raise StageError(f'{path} is not a stage record ({cli.one_line(e)}): delete it to rerun '
                      f'the stage') from None
