@@ -277,7 +277,7 @@ def write_report(records, options, stages):
   out, seed = options.out, options.seeds[0]
   for name, record in sorted(records.items()):
     field = non_finite(record, '')
-    if field:  # a record is written without NaN (run_lib.write_json): this one was edited
+    if field:  # a record is written without NaN (result_files.write_json): this one was edited
       raise ValueError(f'{os.path.join(out, name, "done.json")}: field {field} is not a finite '
                        f'number; delete that file to evaluate stage {name} again (no report '
                        'written)')
