@@ -113,6 +113,7 @@ def test_sigkill_mid_stage_then_rerun_finishes_the_stage(tmp_path):
 
 
 def test_finished_pipeline_only_rewrites_the_report_quietly(tmp_path):
+  from tf_hat_ebm import result_files  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.reproduction import pipeline  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.reproduction import runner  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.reproduction import stages  # pylint: disable=g-import-not-at-top
@@ -125,16 +126,18 @@ def test_finished_pipeline_only_rewrites_the_report_quietly(tmp_path):
   (workdir / 'checkpoints').mkdir(parents=True)
   (workdir / 'checkpoints' / 'ckpt-2.index').write_bytes(b'')
   (workdir / 'config.json').write_text(json.dumps(dict(training=dict(num_steps=2))))
-  (workdir / 'fid.json').write_text(json.dumps(dict(hat_ebm=[11.0], generator=[25.0],
-                                                    data_test_vs_train=3.0, step=2)))
+  evaluation = result_lib.EvalResult(
+      methods={'hat_ebm': 'Hat EBM samples X = G(Z) + Y', 'generator': 'generator alone G(Z)'},
+      metrics={'fid': result_lib.FID}, values={'fid': {'hat_ebm': [11.0], 'generator': [25.0]}},
+      data={'fid': 3.0}, step=2, runs=1)
+  result_files.write_json(str(workdir / 'fid.json'), evaluation.to_json())  # as evaluate.py does
   files = {f'synthesis_s0/{n}': runner.file_sha256(str(workdir / n))
            for n in ('config.json', 'fid.json')}
   done = dict(stage='synthesis_s0', scale='digits', size='tiny', commands=stage.command_lines(),
               seconds=60.0, step=2, num_steps=2, files=files,
               config=dict(sha256=files['synthesis_s0/config.json'],
                           body_sha256=runner.config_body_sha256(str(workdir / 'config.json'))),
-              result=dict(hat_ebm=11.0, hat_ebm_runs=[11.0], generator=25.0,
-                          generator_runs=[25.0], data=3.0))
+              result=evaluation.to_json())
   (out / 'synthesis_s0' / 'done.json').write_text(json.dumps(done))
   env = {k: v for k, v in os.environ.items() if k != 'TF_CPP_MIN_LOG_LEVEL'}
   result = reproduce('--size=tiny', '--seeds=0', '--parts=synthesis', f'--out={out}', env=env,

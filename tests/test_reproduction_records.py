@@ -7,6 +7,8 @@ import os
 import pytest
 
 from tf_hat_ebm import release_import
+from tf_hat_ebm import result_files
+from tf_hat_ebm.evaluation import result as result_lib
 from tf_hat_ebm.reproduction import pipeline
 from tf_hat_ebm.reproduction import runner as runner_lib
 from tf_hat_ebm.reproduction import stages as stages_lib
@@ -62,8 +64,13 @@ class Scripts(FakeScripts):
           f.write('model_checkpoint_path: "ckpt-4"\n')
       return 0
     code = super().__call__(argv, log, env)
-    if script in ('evaluate_fid.py', 'evaluate_ood.py') and code == 0:  # at the latest step
-      path = os.path.join(self.out, flags['workdir'], script[len('evaluate_'):-3] + '.json')
+    if script == 'evaluate_fid.py' and code == 0:  # at the latest step, as evaluate.py writes it
+      path = os.path.join(self.out, flags['workdir'], 'fid.json')
+      result = result_lib.read(path)
+      result.step = self.latest(flags['workdir'])
+      result_files.write_json(path, result.to_json())
+    if script == 'evaluate_ood.py' and code == 0:
+      path = os.path.join(self.out, flags['workdir'], 'ood.json')
       with open(path) as f:
         result = dict(json.load(f), step=self.latest(flags['workdir']))
       with open(path, 'w') as f:
@@ -87,6 +94,18 @@ def record(out, stage):
     return json.load(f)
 
 
+def hat_ebm_fid(record):
+  """The Hat EBM's mean FID in a stage's record (its typed result)."""
+  return result_lib.from_record(record['result']).mean('fid', 'hat_ebm')
+
+
+def edited(result, **values):
+  """A typed result's JSON with FIDs `values` (method -> sets) changed, as by hand."""
+  result = json.loads(json.dumps(result))
+  result['values']['fid'].update(values)
+  return result
+
+
 def test_a_hand_edited_record_or_result_is_refused_and_numbers_come_from_their_file(tmp_path):
   o = options(tmp_path, seeds=(0,), parts=('synthesis',), jobs='1')
   run(o, Scripts(str(tmp_path)))
@@ -94,18 +113,45 @@ def test_a_hand_edited_record_or_result_is_refused_and_numbers_come_from_their_f
   done = json.loads(path.read_text())
   assert done['files']['synthesis_s0/fid.json'] == runner_lib.file_sha256(
       str(tmp_path / 'synthesis_s0' / 'fid.json'))
-  # Table 2 would print 0.01 and "-100%": the record no longer says what fid.json holds.
-  path.write_text(json.dumps(dict(done, result=dict(done['result'], hat_ebm=0.01))))
-  with pytest.raises(runner_lib.StageError, match=r'stage synthesis_s0: the result in .*done.json '
-                     r'is not what its files hold \(synthesis_s0/fid.json; edited\?\)'):
-    run(o, Scripts(str(tmp_path)))
-  path.write_text(json.dumps(done))
-  assert run(o, Scripts(str(tmp_path)))['synthesis_s0']['result']['hat_ebm'] == 11.0
   fid = tmp_path / 'synthesis_s0' / 'fid.json'
-  fid.write_text(json.dumps(dict(json.loads(fid.read_text()), hat_ebm=[0.01, 0.01])))
+  assert done['result'] == json.loads(fid.read_text()) and (
+      done['result']['schema'] == result_lib.SCHEMA)  # the typed result fid.json holds
+  # Table 2 would print 0.01 and "-100%": the record no longer says what fid.json holds; nor
+  # does a record of another checkpoint's scores.
+  for result in (edited(done['result'], hat_ebm=[0.01, 0.01]), dict(done['result'], step=2)):
+    path.write_text(json.dumps(dict(done, result=result)))
+    with pytest.raises(runner_lib.StageError, match=r'stage synthesis_s0: the result in .*done'
+                       r'.json is not what its files hold \(synthesis_s0/fid.json; edited\?\)'):
+      run(o, Scripts(str(tmp_path)))
+  path.write_text(json.dumps(done))
+  assert hat_ebm_fid(run(o, Scripts(str(tmp_path)))['synthesis_s0']) == 11.0
+  fid.write_text(json.dumps(edited(json.loads(fid.read_text()), hat_ebm=[0.01, 0.01])))
   with pytest.raises(runner_lib.StageError, match='synthesis_s0/fid.json changed since .*done.json'
                      ' was written'):
     run(o, Scripts(str(tmp_path)))
+
+
+def test_a_record_and_fid_json_of_the_first_version_are_read_and_checked_as_typed(tmp_path):
+  o = options(tmp_path, seeds=(0,), parts=('synthesis',), jobs='1')
+  run(o, Scripts(str(tmp_path)))
+  path, fid = (tmp_path / 'synthesis_s0' / n for n in ('done.json', 'fid.json'))
+  # As the runner wrote them before results were typed: {method: [FIDs]}, {method: mean, ...}.
+  fid.write_text(json.dumps(dict(hat_ebm=[10.0, 12.0], generator=[20.0, 20.0],
+                                 data_test_vs_train=3.0, step=4)))
+  done = json.loads(path.read_text())
+  done['files']['synthesis_s0/fid.json'] = runner_lib.file_sha256(str(fid))
+  first = dict(hat_ebm=11.0, hat_ebm_runs=[10.0, 12.0], generator=20.0,
+               generator_runs=[20.0, 20.0], data=3.0)
+  path.write_text(json.dumps(dict(done, result=first)))
+  scripts = Scripts(str(tmp_path))
+  record = run(o, scripts)['synthesis_s0']
+  assert scripts.calls == [] and record['result'] == result_lib.read(str(fid)).to_json()
+  assert hat_ebm_fid(record) == 11.0
+  for result in (dict(first, hat_ebm_runs=[0.01, 0.01]), dict(first, data=0.5)):
+    path.write_text(json.dumps(dict(done, result=result)))
+    with pytest.raises(runner_lib.StageError, match='the result in .*done.json is not what its '
+                       'files hold'):
+      run(o, Scripts(str(tmp_path)))
 
 
 @pytest.mark.parametrize('deleted, message', [
@@ -129,7 +175,7 @@ def test_a_stage_whose_files_were_deleted_is_never_reported_with_its_old_numbers
       run(o, scripts)
     assert scripts.calls == []
     return
-  assert run(o, scripts)['synthesis_s0']['result']['hat_ebm'] == 11.0
+  assert hat_ebm_fid(run(o, scripts)['synthesis_s0']) == 11.0
   assert scripts.calls == [('evaluate_fid.py', 'synthesis_s0')]
 
 
@@ -228,7 +274,7 @@ def test_paper_scale_release_stage_runs_reruns_and_resumes(tmp_path, monkeypatch
   scripts = Scripts(out)
   records = run(o, scripts, release)
   assert scripts.calls[0][0] == 'import_release.py'
-  assert records['sngan_release']['result']['hat_ebm'] == 11.0
+  assert hat_ebm_fid(records['sngan_release']) == 11.0
   os.remove(os.path.join(out, 'sngan_release', 'done.json'))  # rerun: nothing imported again
   scripts = Scripts(out)
   run(o, scripts, release)

@@ -471,10 +471,11 @@ class Runner:
       raise StageError(f'stage {stage.name}: cannot read its result again '
                        f'({cli.one_line(e)}): delete {self.path(stage.name)} to rerun the '
                        'stage') from None
-    if json.dumps(result, sort_keys=True) != json.dumps(record.get('result'), sort_keys=True):
+    if not same_result(stage, record.get('result'), result):
       raise StageError(f'stage {stage.name}: the result in {where} is not what its files hold '
                        f'({", ".join(self.result_files(stage))}; edited?): delete {where} to '
                        'read the stage again')
+    record['result'] = result  # as its files hold it: an older record's numbers, typed
     return None
 
   # ---- every stage ------------------------------------------------------------------------------
@@ -611,6 +612,25 @@ class stop_on_sigterm:  # pylint: disable=invalid-name
 def _raise_interrupt(signum, frame):
   del signum, frame
   raise KeyboardInterrupt
+
+
+def same_result(stage, recorded, read):
+  """Whether a record's result is the one its files hold: an evaluation's as typed results (their
+  canonical JSON; a record of version 1 held only the values), any other as JSON."""
+  if stage.result not in ('fid', 'compare'):
+    return json.dumps(recorded, sort_keys=True) == json.dumps(read, sort_keys=True)
+  try:
+    theirs = result_lib.from_record(recorded)
+  except ValueError:
+    return False
+  ours = result_lib.EvalResult.from_json(read)
+  if theirs is None:
+    return False
+  if 'schema' not in recorded:
+    theirs, ours = ({'values': r.values, 'data': r.data} for r in (theirs, ours))
+  else:
+    theirs, ours = theirs.to_json(), ours.to_json()
+  return json.dumps(theirs, sort_keys=True) == json.dumps(ours, sort_keys=True)
 
 
 def result_line(record):
