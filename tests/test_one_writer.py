@@ -93,14 +93,14 @@ def test_a_checkpoint_rotated_away_while_it_is_read_gives_way_to_the_new_latest(
   newer = latest + 2
   restore = checkpoints.restore
 
-  def rotating(path, items, what, hint=''):
+  def rotating(path, items, what, hint='', **keywords):
     if path.endswith(f'ckpt-{latest}'):  # the training saves ckpt-<newer>, deletes this one
       for name in os.listdir(ckpt_dir):
         if name.startswith(f'ckpt-{latest}.'):
           os.rename(os.path.join(ckpt_dir, name),
                     os.path.join(ckpt_dir, name.replace(f'ckpt-{latest}.', f'ckpt-{newer}.')))
       state(ckpt_dir, newer)
-    return restore(path, items, what, hint)
+    return restore(path, items, what, hint, **keywords)
 
   monkeypatch.setattr(checkpoints, 'restore', rotating)
   run = trained_run.load_run(workdir)
