@@ -49,8 +49,20 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
       'langevin.use_residual': False, 'sampling.use_residual': False}
   assert noresidual.config == s['refinement_s0'].config == 'experiments/configs/digits_refine.py'
   # the arm is scored alone: its SN-GAN and DDLS rows would repeat the reference's
-  assert noresidual.commands[-1][-1] == '--nobaselines' and '--nobaselines' not in s[
-      'refinement_s0'].commands[-1] and '--nobaselines' not in s['current_s0'].commands[-1]
+  assert noresidual.commands[1][-1] == '--nobaselines' and '--nobaselines' not in s[
+      'refinement_s0'].commands[1] and '--nobaselines' not in s['current_s0'].commands[1]
+  # the plateau rule's checkpoint at 2/3 of training: archived, scored after the end's FID
+  assert s['synthesis_s0'].overrides['training.archive_every'] == 1330  # 10-step loops
+  assert s['sngan_s0'].overrides['training.archive_every'] == 800  # on the 25-step loop grid
+  assert s['retrofit_s1'].command_lines()[0].endswith('--config.training.archive_every=530')
+  assert s['synthesis_s0'].command_lines()[2] == (
+      'python experiments/evaluate_fid.py --workdir=synthesis_s0 --num_samples=1000 --runs=2 '
+      '--feature_cache_dir=feature_cache --checkpoint=synthesis_s0/checkpoints/archive/ckpt-1330 '
+      '--output=synthesis_s0/fid_plateau.json --nobaselines')
+  assert s['refinement_s0'].outputs == [None, 'refinement_s0/fid.json',
+                                        'refinement_s0/fid_plateau.json']
+  assert '--nobaselines' not in s['sngan_s0'].commands[2]  # its one row is the generator
+  assert 'archive_every' not in ' '.join(s['autoencoder_s0'].command_lines())  # not scored
   assert not any('perf.precision' in line for line in lines)  # digits: the configs' own
   # Table 3's near-OOD set: a model of digits 0-4 scored on the others.
   assert s['nearood_s1'].command_lines() == [
@@ -58,7 +70,7 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
       '--workdir=nearood_s1 --config.seed=1 --config.data.classes=0,1,2,3,4',
       'python experiments/evaluate_ood.py --workdir=nearood_s1 --sets=other_digits']
   assert s['nearood_s1'].result == 'ood' and s['nearood_s1'].outputs[-1] == 'nearood_s1/ood.json'
-  assert pipeline.resolved_config(s['nearood_s1']).data.classes == (0, 1, 2, 3, 4)
+  assert stages_lib.resolved_config(s['nearood_s1']).data.classes == (0, 1, 2, 3, 4)
   figures = s['figures'].command_lines()
   assert sum('compare_baselines.py' in c for c in figures) == 2  # refinement and retrofit
   assert all('--num_samples=500' in c for c in figures if 'sample.py' in c)
@@ -68,9 +80,9 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   # the ETA: a refinement's FID (DDLS's chain too) costs more than a synthesis' FID
   o, seconds = options(tmp_path), stages_lib.SCALES['digits'].seconds
   assert stages_lib.estimate(s['refinement_s0'], o) == seconds['refinement'] + seconds[
-      'fid_refinement'] > stages_lib.estimate(s['noresidual_s0'], o) == seconds[
-          'refinement'] + seconds['fid']
-  assert stages_lib.estimate(s['synthesis_s0'], o) == seconds['synthesis'] + seconds['fid']
+      'fid_refinement'] + seconds['fid'] > stages_lib.estimate(s['noresidual_s0'], o) == seconds[
+          'refinement'] + 2 * seconds['fid']
+  assert stages_lib.estimate(s['synthesis_s0'], o) == seconds['synthesis'] + 2 * seconds['fid']
   assert stages_lib.estimate(s['autoencoder_s0'], o) == seconds['autoencoder']  # not scored
 
 
@@ -200,9 +212,13 @@ class FakeScripts:
       with open(os.path.join(workdir, 'run_info.json'), 'w') as f:
         json.dump(dict(runs=[dict(precision='float32')]), f)
       open(os.path.join(workdir, 'checkpoints', f'ckpt-{self.reach}.index'), 'w').close()
+    elif self.codes.get(key, 0) == 0 and script == 'evaluate_fid.py' and 'output' in flags:
+      with open(os.path.join(self.out, flags['output']), 'w') as f:  # an earlier checkpoint's
+        json.dump(dict(step=int(flags['checkpoint'].rsplit('-', 1)[1]), hat_ebm=[12.0, 13.0]), f)
     elif self.codes.get(key, 0) == 0 and script == 'evaluate_fid.py':
       with open(os.path.join(workdir, 'fid.json'), 'w') as f:
-        json.dump(dict(hat_ebm=[10.0, 12.0], generator=[20.0, 20.0], data_test_vs_train=3.0), f)
+        json.dump(dict(step=self.reach, hat_ebm=[10.0, 12.0], generator=[20.0, 20.0],
+                       data_test_vs_train=3.0), f)
     elif self.codes.get(key, 0) == 0 and script == 'evaluate_ood.py':
       with open(os.path.join(workdir, 'ood.json'), 'w') as f:
         json.dump(dict(sets=dict(noise=dict(auroc=0.9))), f)
@@ -235,7 +251,9 @@ def test_a_stage_is_done_only_when_training_reached_its_step_and_evaluation_fini
   assert (record['precision'], record['computed_in']) == (None, 'float32')
   assert record['config']['path'] == 'synthesis_s0/config.json' and len(
       record['config']['sha256']) == 64
-  assert [e['exit'] for e in record['exits']] == [0, 0]
+  assert [e['exit'] for e in record['exits']] == [0, 0, 0]
+  # the plateau rule's checkpoint (2/3 of the config's 2,000 steps on its 10-step loop)
+  assert record['result']['plateau'] == dict(step=1330, end_step=4, hat_ebm_runs=[12.0, 13.0])
   assert record['exits'][0]['command'].startswith('python experiments/train_synthesis.py')
   with open(tmp_path / 'synthesis_s0' / 'done.json') as f:
     assert json.load(f) == record
@@ -253,7 +271,8 @@ def test_finished_training_and_evaluation_are_not_rerun_on_resume(tmp_path):
     run(o, fake)
   fake = FakeScripts(str(tmp_path))
   record = run(o, fake)['synthesis_s0']
-  assert fake.calls == [('evaluate_fid.py', 'synthesis_s0')]  # trained to its step: skipped
+  # trained to its step: skipped; both FIDs (the end's, then the plateau checkpoint's) run
+  assert fake.calls == [('evaluate_fid.py', 'synthesis_s0')] * 2
   assert record['exits'][0]['exit'] == 'skipped: trained to step 4'
 
 

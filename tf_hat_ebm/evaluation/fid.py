@@ -265,14 +265,14 @@ def load_for_fid(workdir, checkpoint=None, **load):
 
 def evaluate_run(workdir, num_samples=None, runs=3, batch_size=250,
                  feature_net=None, inception_path=None, feature_cache_dir=None, seed=0,
-                 overwrite=False, baselines=True, **load):
+                 overwrite=False, baselines=True, output=None, **load):
   """tf-hat-ebm-evaluate-fid: the FID rows of the run's kind (its FidRows hook) beside the
   test split's FID, mean +- std over `runs` sample sets of `num_samples` (default 50,000 with
   Inception as in the paper, 5,000 with the classifier); the Hat EBM's row alone without
-  `baselines`. Printed, written to <workdir>/fid.json
-  (an existing one only with `overwrite`, never a non-finite result) and logged to the
-  workdir's TensorBoard (eval/fid_<method>) at the checkpoint's step. Returns the result."""
-  path = os.path.join(workdir, 'fid.json')
+  `baselines`. Printed, written to `output` (default <workdir>/fid.json; an existing one only
+  with `overwrite`, never a non-finite result) and logged to the workdir's TensorBoard
+  (eval/fid_<method>) at the checkpoint's step. Returns the result."""
+  path = output or os.path.join(workdir, 'fid.json')
   run_lib.check_output_file(path, overwrite)
   run, rows_of = load_for_fid(workdir, **load)
   data_cfg = run.config.data

@@ -93,23 +93,6 @@ def mark(out, entries):
   runner_lib.write_json(os.path.join(out, MARKER), dict(tool='reproduce.py', entries=entries))
 
 
-def resolved_config(stage):
-  """The config a training stage runs with: its file (and size) and the command's overrides."""
-  path, _, size = stage.config.partition(':')
-  try:
-    config = config_lib.load_file(os.path.join(cli.configs_dir(),
-                                               path[len('experiments/configs/'):]),
-                                  *([size] if size else []))
-  except TypeError as e:  # a config whose get_config takes no size
-    raise ValueError(f'{stage.config}: {cli.one_line(e)}') from None
-  for key, value in stage.overrides.items():
-    section, name = config_lib.field_parent(config, key)
-    if section is None:
-      raise ValueError(f'stage {stage.name}: {stage.config} has no field {key}')
-    section[name] = value
-  return config
-
-
 def dry_run(stages, options, print_fn=print):
   """Prints each stage's commands and the resolved config of its training; writes nothing."""
   for i, stage in enumerate(stages):
@@ -118,7 +101,7 @@ def dry_run(stages, options, print_fn=print):
     for line in stage.command_lines():
       print_fn(line)
     if stage.config:
-      config = resolved_config(stage)
+      config = stages_lib.resolved_config(stage)
       if options.data_dir and not stage.config.startswith('experiments/configs/digits'):
         config.data.data_dir = options.data_dir
       print_fn(f'# config: {config.to_json_best_effort(sort_keys=True)}')
@@ -207,7 +190,7 @@ def run_configs(stages, seed):
   for stage in stages:
     if stage.config and stage.reference is None and stage.name.endswith(f'_s{seed}'):
       name = os.path.basename(stage.config.partition(':')[0])[:-len('.py')]
-      configs.setdefault(name, resolved_config(stage))
+      configs.setdefault(name, stages_lib.resolved_config(stage))
   return configs
 
 

@@ -80,16 +80,29 @@ def paper_tables(records, options):
       ('ood', tables.ood_table(records, scale, seeds, near_ood_models(options))),
       ('retrofit', tables.retrofit_table(records, scale, seeds)),
       ('ablations', tables.ablation_table(records, seeds)),
-      ('checks', tables.checks_table(records, seeds))]
+      ('checks', tables.checks_table(records, seeds)),
+      ('plateau', tables.plateau_table(records, seeds))]
 
 
-def calibration_lines(records):
+# The models the calibration places against the floor: (label, stage prefix, FID row).
+PLACED = (('synthesis', 'synthesis', 'hat_ebm'), ('its G(Z)', 'synthesis', 'generator'),
+          ('SN-GAN', 'refinement', 'generator'), ('DDLS', 'refinement', 'ddls'),
+          ('refinement', 'refinement', 'hat_ebm'), ('retrofit', 'retrofit', 'hat_ebm'),
+          ('current', 'current', 'hat_ebm'), ('coop_bn', 'coop_bn', 'hat_ebm'),
+          ('noresidual', 'noresidual', 'hat_ebm'))
+
+
+def calibration_lines(records, seeds=()):
   """The calibration stage's section, or a line saying it did not run."""
   result = (records.get('calibration') or {}).get('result')
   if not result:
     return ['## How far this FID can go', '', 'The calibration stage did not run (it runs with '
             'the figures at digits scale).', ''], None
-  lines = tables.calibration_section(result['calibration'], result.get('coverage'))
+  fids = []
+  for label, prefix, key in PLACED:
+    m = tables.Measured(records, prefix, key, list(seeds))
+    fids.append((label, m.mean, m.summary['eval_std']))
+  lines = tables.calibration_section(result['calibration'], result.get('coverage'), fids)
   if result.get('missing'):
     lines += [f'No samples to check of: {", ".join(result["missing"])}.', '']
   return lines, result
@@ -126,11 +139,11 @@ def build_report(records, options, figures=(), configs=None):
               sngan='published' if options.release_sngan else 'retrained', tables={})
   for key, (table, rows) in paper_tables(records, options):
     lines += table
-    if key == 'checks':
-      data['checks'] = rows
+    if key in ('checks', 'plateau'):
+      data[key] = rows
     else:
       data['tables'][key] = rows
-  calibration, data['calibration'] = calibration_lines(records)
+  calibration, data['calibration'] = calibration_lines(records, options.seeds)
   settings, data['settings'] = tables.settings_table(configs or {}, options.scale)
   lines += calibration + (settings if configs else []) + figure_lines(figures)
   lines += command_lines(records)

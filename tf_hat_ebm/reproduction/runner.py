@@ -278,6 +278,13 @@ class Runner:
           out[method] = sum(saved[method]) / len(saved[method])
           out[method + '_runs'] = saved[method]
       out['data'] = saved.get('data_test_vs_train')
+      plateau_path = self.path(stage.workdir, stages_lib.PLATEAU_FID)
+      if os.path.exists(plateau_path):  # the plateau rule's checkpoint (plateau.py)
+        with open(plateau_path) as f:
+          earlier = json.load(f)
+        out['plateau'] = dict(step=earlier.get('step'), end_step=saved.get('step'),
+                              **{f'{m}_runs': earlier[m] for m in ('hat_ebm', 'generator')
+                                 if m in earlier})
       return out
     if stage.result == 'compare':  # compare_baselines.py: {method: [FID, its std]}
       with open(self.path(stage.outputs[-1])) as f:

@@ -8,6 +8,7 @@ scale it is the paper's number with its std beside ours with both of ours (over 
 runs). Every table is checked to be well formed (as many cells per row as the header).
 """
 from tf_hat_ebm.reproduction import paper
+from tf_hat_ebm.reproduction import plateau
 from tf_hat_ebm.reproduction import statistics
 
 DASH = '–'
@@ -338,6 +339,56 @@ def checks_table(records, seeds):
   return ["## Does each effect the paper reports hold?", ''] + markdown(headers, rows) + [''], out
 
 
+# The arms the plateau rule is applied to: (label, stage prefix, the FID row it reads).
+PLATEAU_ARMS = (('synthesis: Hat EBM', 'synthesis', 'hat_ebm'),
+                ('SN-GAN (the refinement\'s generator)', 'sngan', 'generator'),
+                ('refinement: Hat EBM', 'refinement', 'hat_ebm'),
+                ('retrofit: Hat EBM', 'retrofit', 'hat_ebm'),
+                ('current samples', 'current', 'hat_ebm'),
+                ('cooperative, batch norm', 'coop_bn', 'hat_ebm'),
+                ('refinement without Y', 'noresidual', 'hat_ebm'))
+
+
+def plateau_table(records, seeds):
+  """Per arm: the steps trained, the plateau rule's numbers over its seeds and whether it
+  converged (plateau.py); arms without a stage are left out."""
+  rows, out = [], []
+  for label, prefix, key in PLATEAU_ARMS:
+    names = [stage_name(records, prefix, s) for s in seeds]
+    if not any(n in records for n in names):
+      continue
+    per_seed, steps = [], set()
+    for seed, name in zip(seeds, names):
+      record = records.get(name, {})
+      result = record.get('result') or {}
+      earlier = result.get('plateau') or {}
+      steps.add(record.get('step'))
+      per_seed.append(dict(plateau.rule(
+          earlier.get(f'{key}_runs'), result.get(f'{key}_runs'), earlier.get('step'),
+          earlier.get('end_step', record.get('step')), ran_away=bool(record.get('failed'))),
+          seed=seed))
+    summary = plateau.arm(per_seed)
+    trained = ', '.join(f'{s:,}' for s in sorted(s for s in steps if s is not None)) or DASH
+    mids = sorted({r['mid_step'] for r in per_seed if r['mid_step'] is not None})
+    rows.append([label, trained, ', '.join(f'{s:,}' for s in mids) or DASH,
+                 number(summary['mid']), number(summary['end']),
+                 DASH if summary['difference'] is None else f'{summary["difference"]:+.2f}',
+                 number(summary['sd']), summary['verdict']])
+    out.append(dict(arm=label, stages=f'{prefix}_s*', steps=sorted(s for s in steps if s),
+                    seeds=per_seed, **summary))
+  lines = ['## Trained to a plateau?', '',
+           f'Rule, per seed: {plateau.RULE}; an arm is converged when each seed is. A run the '
+           'runaway guard stopped is scored at its last healthy checkpoint, labelled. Means over '
+           'the seeds the rule measured.', '']
+  lines += markdown(['arm', 'steps trained', 'checkpoint at 2/3', 'FID at 2/3', 'FID at the end',
+                     'change', 'eval sd', 'converged'], rows) if rows else [
+                         'No training stage ran.']
+  if rows and all(r[2] == DASH for r in rows):
+    lines += ['', 'No run scored its checkpoint at 2/3 of training (the reproduction that made '
+              'these records predates the rule): whether any arm converged is not measured.']
+  return lines + [''], out
+
+
 def _titled(number_, lines):
   t = paper.TABLES[number_]
   return [f'## Table {number_}: {t["title"]}', ''] + lines
@@ -386,22 +437,73 @@ def settings_table(configs, scale):
 
 
 # ---- calibration -------------------------------------------------------------------------------
-def calibration_section(cal, models=None):
-  """The metric's floor and memorisation bound at the report's N, the class coverage and the
-  nearest-training-image distance of each model's samples, and what they mean.
+def _reference_row(label, entry):
+  how = {'extrapolated': f' (extrapolated from {entry.get("pool", "?")} images, fit a + b/n)',
+         'measured': ''}.get(entry.get('method'), ' (drawn with replacement)')
+  draws = 'fit' if entry.get('method') == 'extrapolated' else entry['runs']
+  return [label + how, number(entry['mean'], entry['std']), draws]
 
-  cal: evaluation.calibration.calibrate(...); models: {label: calibration.coverage(...)}."""
+
+def gap_lines(cal, fids=()):
+  """What a gap means, computed from the calibration and the models' FIDs.
+
+  fids: [(label, mean FID over seeds, its eval sd)] of the models to place."""
   n, floor, bound, dropped = cal['num'], cal['floor'], cal['memorisation'], cal['dropped_class']
-  with_replacement = ' (drawn with replacement)' if cal['replacement'] else ''
-  rows = [[f'{n:,} held-out test digits{with_replacement}: the floor',
-           number(floor['mean'], floor['std']), floor['runs']],
-          [f'{n:,} training digits: a generator that copied its data',
-           number(bound['mean'], bound['std']), bound['runs']],
-          [f'{n:,} test digits without class {dropped["label"]}: a missing mode',
-           number(dropped['mean'], dropped['std']), dropped['runs']]]
+  f, e = floor['mean'], floor['std'] or 0.0
+  text = [f'What a gap means, from the numbers above. {n:,} held-out digits score {f:.2f} '
+          f'± {e:.2f}']
+  fit = floor.get('fit')
+  if fit:
+    bias = fit['b'] / n
+    text.append(f' (FID(n) = {fit["a"]:.2f} + {fit["b"]:.0f} / n: {bias:.2f} of it, '
+                f'{100 * bias / f:.0f}%, is the bias of {n:,} samples; with unlimited samples '
+                f'held-out digits would score {fit["a"]:.2f} ± {fit["a_std"]:.2f})')
+  text.append(f'; {n:,} training digits score {bound["mean"]:.2f} (a generator that copied its '
+              f'data would score that) and held-out digits without class {dropped["label"]} '
+              f'{dropped["mean"]:.2f}, {dropped["mean"] - f:.2f} above the floor.')
+  placed, below, at_floor = [], [], []
+  for label, mean, eval_sd in fids:
+    if mean is None:
+      continue
+    margin = 2 * (e ** 2 + (eval_sd or 0.0) ** 2) ** 0.5
+    gap = mean - f
+    share = gap / (dropped['mean'] - f) if dropped['mean'] != f else float('nan')
+    placed.append(f'{label} {mean:.2f} ({gap:+.2f}, {share:.2f} of a missing class)')
+    if gap < -margin:
+      below.append(label)
+    elif abs(gap) <= margin:
+      at_floor.append(label)
+  if placed:
+    text.append(' Each model above the floor, in units of that missing-class gap: '
+                + '; '.join(placed) + '.')
+  if at_floor:
+    text.append(' Within twice the combined sd (the floor\'s and the model\'s eval sd) of the '
+                'floor, as close to the data as this FID can tell at this N: '
+                + ', '.join(at_floor) + '.')
+  if below:
+    text.append(' Below the floor by more than that (closer to the training statistics than '
+                'held-out digits; check the nearest-training-image column for copies): '
+                + ', '.join(below) + '.')
+  text.append(' A difference between two models is read from their paired interval over seeds '
+              '(the checks above), not from a fixed margin.')
+  return [''.join(text)]
+
+
+def calibration_section(cal, models=None, fids=()):
+  """The metric's floor and memorisation bound at the report's N, the class coverage and the
+  nearest-training-image distance of each model's samples, and what the gaps mean (gap_lines).
+
+  cal: evaluation.calibration.calibrate(...); models: {label: calibration.coverage(...)};
+  fids: [(label, mean FID, eval sd)] of the models to place against the floor."""
+  n, dropped = cal['num'], cal['dropped_class']
+  rows = [_reference_row(f'{n:,} held-out test digits: the floor', cal['floor']),
+          _reference_row(f'{n:,} training digits: a generator that copied its data',
+                         cal['memorisation']),
+          _reference_row(f'{n:,} test digits without class {dropped["label"]}: a missing mode',
+                         dropped)]
   lines = [f'## How far this FID can go: its calibration at N = {n:,}', '']
-  lines += markdown(['images scored against the train split', 'FID ± sd over draws', 'draws'],
-                    rows) + ['']
+  lines += markdown(['images scored against the train split', 'FID ± sd (over draws, or the '
+                     "fit's standard error)", 'draws'], rows) + ['']
   test = cal['test']
 
   def coverage_row(label, c, closer):
@@ -411,17 +513,9 @@ def calibration_section(cal, models=None):
   rows = [coverage_row('test digits (the reference)', test, '5.0% (by definition)')]
   rows += [coverage_row(label, c, f'{100 * c["share_closer_than_test_p5"]:.1f}%')
            for label, c in (models or {}).items()]
-  lines += markdown(['samples', 'rarest class (share)', 'class histogram',
-                     'mean distance to the nearest training image',
+  lines += markdown(['samples (the first seed\'s models)', 'rarest class (share)',
+                     'class histogram', 'mean distance to the nearest training image',
                      "closer to a training image than 95% of the test digits"], rows) + ['']
-  lines.append(
-      f'What a gap means. Against the training statistics, {n:,} held-out digits score '
-      f'{floor["mean"]:.2f} and {n:,} training digits {bound["mean"]:.2f}: most of the floor is '
-      'the bias of a small sample, and a generator that copied its training digits would score '
-      f'below it. Held-out digits missing a whole class score {dropped["mean"]:.2f}, so a model '
-      f'within ~2 of the floor ({floor["mean"]:.2f}) is as close to the data as this FID can '
-      'tell, and a gap below ~2 between two models is not a difference in sample quality by '
-      'this metric alone: read it with the class histogram (a rarest class far below the test '
-      "digits' share is a missing mode) and the distance to the nearest training image (many "
-      'samples closer than 95% of the test digits are copies).')
-  return lines + ['']
+  lines.append('The class shares describe the first seed\'s samples only; no rule for a missing '
+               'mode is applied to them.')
+  return lines + [''] + gap_lines(cal, fids) + ['']
