@@ -94,12 +94,12 @@ def test_every_table_is_well_formed():
     tables_seen += 1
   assert tables_seen == 6
   head, rows = table_rows(lines, 'Ablations')
-  assert len(head) == 5 and [r[0] for r in rows][:3] == [
+  assert len(head) == 6 and [r[0] for r in rows][:3] == [
       'historical bank (the paper)', 'current samples = cooperative learning without batch norm',
       'cooperative learning (batch-norm generator)']
   assert 'failed: seeds [0]' in rows[1][-1]
   assert tables.COOP_NOTE in lines  # why one row stands for two of the paper's arms
-  assert 'fails without batch norm' in rows[1][3] and 'works with batch norm' in rows[2][3]
+  assert 'fails without batch norm' in rows[1][4] and 'works with batch norm' in rows[2][4]
   with pytest.raises(ValueError, match='has 3 cells, the header 4'):
     tables.markdown(['a', 'b', 'c', 'd'], [[1, 2, 3]])
 
@@ -181,3 +181,39 @@ def test_the_paper_configs_differ_from_the_appendix_only_where_documented():
   # Both follow the authors' release (docs/differences.md: each config says which it follows).
   assert differs == [('cifar10_refine', 'langevin.prior_sigma'),
                      ('cifar10_retrofit', 'training.data_eps')]
+
+
+def test_a_verdict_that_flips_between_reruns_is_borderline():
+  seeds = [0, 1, 2]
+  records = records_for(seeds, shift=1.0)
+  claim = 'historical bank beats cooperative learning with batch norm'
+  earlier = [dict(path='run1/report.json', checks=[dict(check=claim, verdict='holds')]),
+             dict(path='run2/report.json',
+                  checks=[dict(check=claim, verdict='not resolved at 3 seeds')])]
+  lines, out = tables.checks_table(records, seeds, earlier)
+  checks = {c['check']: c for c in out}
+  flipped = checks[claim]
+  assert flipped['verdict'] == tables.BORDERLINE
+  assert flipped['text'].startswith('borderline: holds in this run, but not resolved at 3 seeds '
+                                    'in run2/report.json (1 of 2 earlier runs differ). This run:')
+  # the same verdict at another seed count is not a flip; no earlier report: the run's own
+  same = [dict(path='r', checks=[dict(check=claim, verdict='holds')])]
+  assert tables.checks_table(records, seeds, same)[1][5]['verdict'] == 'holds'
+  assert checks['Hat EBM beats its SN-GAN (Table 1)']['verdict'] == 'holds'
+  unresolved = [dict(path='r', checks=[dict(check='DDLS beats its SN-GAN (Table 1)',
+                                            verdict='not resolved at 5 seeds')])]
+  assert tables.rerun_verdict('DDLS beats its SN-GAN (Table 1)', 'not resolved at 3 seeds',
+                              unresolved) == ('not resolved at 3 seeds', '')
+
+
+def test_a_collapsed_seed_is_labelled_in_the_ablations():
+  seeds = [0, 1, 2]
+  records = records_for(seeds)
+  records['current_s1'] = fid_record(hat_ebm=[172.0, 174.0])
+  records['current_s0'] = fid_record(hat_ebm=[50.0, 52.0])
+  lines, out = tables.ablation_table(records, seeds)
+  head, rows = table_rows(lines, 'Ablations')
+  current = next(r for r in rows if r[0] == tables.CURRENT)
+  assert current[head.index('per seed')] == 's0 51.0, s1 173.0 (collapsed), s2 –'
+  assert out[1]['collapsed_seeds'] == [1] and out[2]['collapsed_seeds'] == []
+  assert 'above 100 is marked collapsed' in '\n'.join(lines)

@@ -442,7 +442,8 @@ def test_report_checks_are_paired_intervals_and_guard_stops_count_beside_a_healt
   assert ' of 3 seeds' not in markdown and 'within one std' not in markdown  # no counts
   _, rows = table(markdown, 'How far this FID can go')
   assert rows[0][1] == '2.96 ± 0.10' and rows[1][1] == '0.25 ± 0.02'
-  assert 'gap below ~2' in markdown and '| synthesis | 2.0% (class 3) |' in markdown
+  assert 'held-out digits without class 8 2.00' in markdown  # the gap paragraph's numbers
+  assert '| synthesis | 2.0% (class 3) |' in markdown
   assert 'No samples to check of: current.' in markdown
   assert '### Training curves' in markdown
   assert '![synthesis_s0_training_curves.png](figures/synthesis_s0_training_curves.png)' in markdown
@@ -450,9 +451,9 @@ def test_report_checks_are_paired_intervals_and_guard_stops_count_beside_a_healt
   assert 'Precision: each config\'s own' in markdown
 
 
-CALIBRATION = dict(num=1000, replacement=True, test_size=297,
-                   floor=dict(mean=2.96, std=0.1, runs=3),
-                   memorisation=dict(mean=0.25, std=0.02, runs=3),
+CALIBRATION = dict(num=1000, test_size=297,
+                   floor=dict(mean=2.96, std=0.1, runs=3, method='measured'),
+                   memorisation=dict(mean=0.25, std=0.02, runs=3, method='measured'),
                    dropped_class=dict(mean=2.0, std=0.1, runs=3, label=8),
                    test=dict(counts=[30] * 9 + [27], rarest_class=9, rarest_share=27 / 297,
                              nn_mean=4.0, nn_p5=2.5))
@@ -488,8 +489,9 @@ def test_paper_report_of_one_seed_with_three_fid_runs_prints_the_evaluation_std(
   assert published[1:3] == ['18.60', '0.14'] and published[4] == '18.58 ± 0.08'
   assert published[-1] == 'sngan_release'
   head, rows = table(markdown, 'Ablations')
-  assert head == ['', 'ours: FID (1 seed: no sd)', 'eval sd (3 FID runs)', 'paper', 'stages']
-  assert [len(r) for r in rows] == [5] * 5 and rows[2][-1] == 'coop_bn_s* (failed: seeds [0])'
+  assert head == ['', 'ours: FID (1 seed: no sd)', 'eval sd (3 FID runs)', 'per seed', 'paper',
+                  'stages']
+  assert [len(r) for r in rows] == [6] * 5 and rows[2][-1] == 'coop_bn_s* (failed: seeds [0])'
   assert rows[1][0] == 'current samples = cooperative learning without batch norm'
   assert 'Precision: float32, pinned for the paper scale; the runs computed in float32' in markdown
   _, rows = table(markdown, 'Settings')

@@ -194,11 +194,28 @@ def run_configs(stages, seed):
   return configs
 
 
+def read_previous_reports(paths):
+  """The earlier report.json files --previous_reports names, as dicts; a one-line error for a
+  missing or garbled one."""
+  out = []
+  for path in paths:
+    try:
+      with open(path) as f:
+        data = json.load(f)
+      data['checks']  # pylint: disable=pointless-statement
+    except (OSError, ValueError, KeyError, TypeError) as e:
+      raise ValueError(f'--previous_reports: {path} is not a readable report.json '
+                       f'({cli.one_line(e)})') from None
+    out.append(dict(data, path=path))
+  return out
+
+
 def write_report(records, options, stages):
   """report.md, report.json, figures/ and the markdown in TensorBoard's text tab."""
   out, seed = options.out, options.seeds[0]
   markdown, data = report_lib.build_report(records, options, collect_figures(out, stages, seed),
-                                           run_configs(stages, seed))
+                                           run_configs(stages, seed),
+                                           read_previous_reports(options.previous_reports))
   runner_lib.write_text(os.path.join(out, 'report.md'), markdown)
   runner_lib.write_json(os.path.join(out, 'report.json'), data)
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -216,6 +233,7 @@ def reproduce(options, run_command=None, print_fn=print):
   SIGTERM stop the running stages' children and leave a state the same command resumes.
   """
   check_options(options)
+  read_previous_reports(options.previous_reports)  # before any stage runs
   stages = stages_lib.build(options)
   if options.dry_run:
     dry_run(stages, options, print_fn)
@@ -235,7 +253,8 @@ def reproduce(options, run_command=None, print_fn=print):
 
 def reproduce_command(scale='digits', seeds=None, out=None, parts=stages_lib.PARTS, size=None,
                       tpu=None, data_dir=None, inception_path=None, precision=None,
-                      release_sngan=None, jobs='auto', dry_run=False, overwrite=False):
+                      release_sngan=None, jobs='auto', dry_run=False, overwrite=False,
+                      previous_reports=()):
   """tf-hat-ebm-reproduce: the flags as Options, then `reproduce`. Ctrl-C or SIGTERM stops the
   running stages (exit 130); the same command resumes."""
   try:
@@ -246,7 +265,8 @@ def reproduce_command(scale='digits', seeds=None, out=None, parts=stages_lib.PAR
       out=out if out is not None else os.path.join('reproduce', scale), scale=scale, seeds=seeds,
       parts=tuple(parts), size=size or None, tpu=tpu, data_dir=data_dir,
       inception_path=inception_path, precision=precision, release_sngan=release_sngan,
-      jobs=jobs, dry_run=dry_run, overwrite=overwrite)
+      jobs=jobs, dry_run=dry_run, overwrite=overwrite,
+      previous_reports=tuple(previous_reports or ()))
   try:
     return reproduce(options)
   except KeyboardInterrupt as e:

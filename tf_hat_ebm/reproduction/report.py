@@ -70,8 +70,9 @@ def synthesis_configs(options):
       (f'synthesis_{data}', config) for data, config in scale.more_synthesis]
 
 
-def paper_tables(records, options):
-  """[(key, (lines, rows))] of the paper's tables, the retrofit, ablations and checks."""
+def paper_tables(records, options, previous=()):
+  """[(key, (lines, rows))] of the paper's tables, the retrofit, ablations and checks (each
+  check's verdict against those of `previous` reports: report.json dicts)."""
   scale, seeds = options.scale, list(options.seeds)
   return [
       ('refinement', tables.refinement_table(records, scale, seeds,
@@ -80,7 +81,7 @@ def paper_tables(records, options):
       ('ood', tables.ood_table(records, scale, seeds, near_ood_models(options))),
       ('retrofit', tables.retrofit_table(records, scale, seeds)),
       ('ablations', tables.ablation_table(records, seeds)),
-      ('checks', tables.checks_table(records, seeds)),
+      ('checks', tables.checks_table(records, seeds, previous)),
       ('plateau', tables.plateau_table(records, seeds))]
 
 
@@ -128,16 +129,17 @@ def command_lines(records):
   return lines + ['']
 
 
-def build_report(records, options, figures=(), configs=None):
+def build_report(records, options, figures=(), configs=None, previous=()):
   """(markdown, JSON-able dict) of the records {stage: done record} of `options` (Options).
 
   figures: the file names in the report's figures/ directory; configs: {config name: resolved
-  config} of the runs, for the settings table against the paper's appendix."""
+  config} of the runs, for the settings table against the paper's appendix; previous: earlier
+  report.json dicts (with their 'path'), whose verdicts make a flipping check borderline."""
   lines = header(options, records)
   data = dict(scale=options.scale, size=options.size, seeds=list(options.seeds),
               precision=options.training_precision() or 'config',
               sngan='published' if options.release_sngan else 'retrained', tables={})
-  for key, (table, rows) in paper_tables(records, options):
+  for key, (table, rows) in paper_tables(records, options, previous):
     lines += table
     if key in ('checks', 'plateau'):
       data[key] = rows

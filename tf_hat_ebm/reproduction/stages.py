@@ -103,6 +103,7 @@ class Options:
   jobs: str = 'auto'
   dry_run: bool = False
   overwrite: bool = False
+  previous_reports: Tuple[str, ...] = ()  # earlier report.json files: verdicts that flip
 
   def training_precision(self):
     return self.precision or SCALES[self.scale].precision
