@@ -217,3 +217,31 @@ def test_a_collapsed_seed_is_labelled_in_the_ablations():
   assert current[head.index('per seed')] == 's0 51.0, s1 173.0 (collapsed), s2 –'
   assert out[1]['collapsed_seeds'] == [1] and out[2]['collapsed_seeds'] == []
   assert 'above 100 is marked collapsed' in '\n'.join(lines)
+
+
+def test_every_digits_departure_has_its_measured_reason():
+  from conftest import load_config  # pylint: disable=g-import-not-at-top
+  names = ('digits_synth', 'digits_sngan', 'digits_refine', 'digits_retrofit')
+  lines, data = tables.settings_table({n: load_config(n) for n in names}, 'digits')
+  differs = [d for d in data if not d['same']]
+  assert len(differs) >= 25 and all(d['reason'] for d in differs), [
+      (d['config'], d['field']) for d in differs if not d['reason']]
+  fields = {(d['config'], d['field']) for d in differs}
+  assert {('digits_synth', 'langevin.max_drift'), ('digits_retrofit', 'langevin.latent_sphere'),
+          ('digits_refine', 'sampling.steps'), ('digits_refine', 'optim.hat_lr_boundaries'),
+          ('digits_sngan', 'training.num_steps'), ('digits_refine', 'ddls.steps')} <= fields
+  text = '\n'.join(lines)
+  assert 'differs (digits scale)' not in text and "the release's 1e-8" in text
+  head, rows = table_rows(lines, 'Settings')
+  assert all(len(r) == len(head) for r in rows)  # no stray '|' in a reason
+
+
+def test_the_digits_report_says_what_it_does_not_test():
+  from tf_hat_ebm.reproduction import departures  # pylint: disable=g-import-not-at-top
+  text = '\n'.join(departures.scope_lines())
+  for item in ('ImageNet 128', 'CelebA', 'Inception', '|Y| << |G(Z)|', 'inferred Z',
+               'no paper-scale run has been made', "Table 2's SN-GAN"):
+    assert item in text, item
+  lines, _ = tables.ood_table({'nearood_s0': {'result': {'other_digits': 0.96}}}, 'digits', [0],
+                              (('nearood', 'model of digits 0-4'),))
+  assert 'not comparable' in '\n'.join(lines)

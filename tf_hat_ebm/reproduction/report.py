@@ -5,6 +5,7 @@ Pure functions: records (the stages' done.json contents) in, (markdown, data) ou
 and their statistics are tables.py's and statistics.py's (mean ± sample std over seeds, the
 evaluation std over FID runs, paired 95% intervals); the paper's numbers are paper.py's.
 """
+from tf_hat_ebm.reproduction import departures
 from tf_hat_ebm.reproduction import stages as stages_lib
 from tf_hat_ebm.reproduction import tables
 
@@ -147,7 +148,9 @@ def build_report(records, options, figures=(), configs=None, previous=()):
       data['tables'][key] = rows
   calibration, data['calibration'] = calibration_lines(records, options.seeds)
   settings, data['settings'] = tables.settings_table(configs or {}, options.scale)
-  lines += calibration + (settings if configs else []) + figure_lines(figures)
+  scope = departures.scope_lines() if options.scale != 'paper' else []
+  data['not_tested'] = list(departures.NOT_TESTED) if scope else []
+  lines += calibration + scope + (settings if configs else []) + figure_lines(figures)
   lines += command_lines(records)
   data.update(figures=list(figures), stages=records)
   return '\n'.join(lines), data

@@ -7,6 +7,7 @@ CIFAR-10 / CelebA Inception FID for the sign and relative size of each effect on
 scale it is the paper's number with its std beside ours with both of ours (over seeds, over FID
 runs). Every table is checked to be well formed (as many cells per row as the header).
 """
+from tf_hat_ebm.reproduction import departures
 from tf_hat_ebm.reproduction import paper
 from tf_hat_ebm.reproduction import plateau
 from tf_hat_ebm.reproduction import statistics
@@ -238,7 +239,8 @@ def ood_table(records, scale, seeds, models=(('ood', ''),)):
   lines = markdown(['OOD set', f'ours: AUROC {spread}', 'paper: AUROC', 'stages'], rows)
   if scale != 'paper':
     lines += ['', "The paper's sets (CIFAR-10 model): "
-              + ', '.join(f'{k} {v[0]:.2f}' for k, v in paper.OOD.items()) + '.']
+              + ', '.join(f'{k} {v[0]:.2f}' for k, v in paper.OOD.items()) + '.', '',
+              departures.OOD_NOT_COMPARABLE]
   return _titled(3, lines + ['']), out
 
 
@@ -462,23 +464,32 @@ def _setting(value):
 
 
 def settings_table(configs, scale):
-  """Every appendix setting of each run's config beside the appendix's value.
+  """Every appendix setting of each run's config beside the appendix's value; at the digits
+  scale also the release's where the appendix is silent (paper.RELEASE_SETTINGS), and each
+  departure with its measured reason (departures.REASONS).
 
   configs: {config name: its resolved config (dict or ConfigDict)}."""
   rows, out = [], []
+  digits = scale != 'paper'
   for name, config in configs.items():
-    column, settings = paper.appendix_settings(name)
+    column, settings = paper.appendix_settings(name, release=digits)
     for field, published in settings.items():
       ours = _get(config, field)
       same = _same(ours, published)
-      note = '' if same else ('differs (digits scale)' if scale != 'paper' else 'DIFFERS')
+      why = departures.reason(name, field) if digits and not same else None
+      note = '' if same else why or ('differs: no measured reason recorded' if digits
+                                     else 'DIFFERS')
       rows.append([name, f'{column}', paper.SETTING_NAMES[field], f'`{field}`',
                    _setting(published), _setting(ours), note])
       out.append(dict(config=name, appendix=column, field=field, paper=published, ours=ours,
-                      same=same))
+                      same=same, reason=why))
   lines = ['## Settings against the paper\'s appendix', '']
-  lines += markdown(['config', 'appendix column', 'setting', 'field', 'appendix', 'ours', ''],
-                    rows) + ['']
+  if digits:
+    lines += ['The appendix\'s settings, and where it is silent the release\'s (Mimicry\'s for '
+              'the SN-GAN, the paper configs\' DDLS), beside each digits config; every '
+              'departure with the measurement behind it.', '']
+  lines += markdown(['config', 'paper column', 'setting', 'field', 'paper', 'ours',
+                     'why it differs' if digits else ''], rows) + ['']
   return lines, out
 
 
