@@ -52,6 +52,11 @@ def test_tiny_pipeline_reports_skips_when_done_and_resumes(tmp_path):
   assert '| SN-GAN G(Z0) | – | – |' in markdown  # a part not run is a dash, not a number
   assert 'train_synthesis.py' in markdown and '--config.seed=1' in markdown
   assert os.listdir(os.path.join(out, 'tensorboard'))
+  # the plateau rule's checkpoint (step 1 of the tiny 2) was archived and scored
+  plateau = report['plateau'][0]
+  assert plateau['arm'] == 'synthesis: Hat EBM' and plateau['steps'] == [2]
+  assert [s['mid_step'] for s in plateau['seeds']] == [1, 1] and plateau['mid'] is not None
+  assert '## Trained to a plateau?' in markdown and '## What this scale does not test' in markdown
 
   # All done: nothing runs again.
   second = reproduce(*args)
@@ -71,7 +76,7 @@ def test_tiny_pipeline_reports_skips_when_done_and_resumes(tmp_path):
     log = f.read()
   # Trained to its step: neither the training nor the evaluation runs again.
   assert log.count('$ python experiments/train_synthesis.py') == 1
-  assert log.count('$ python experiments/evaluate_fid.py') == 1
+  assert log.count('$ python experiments/evaluate_fid.py') == 2  # the end's, the 2/3 checkpoint's
   assert os.path.getmtime(os.path.join(out, 'synthesis_s1', 'fid.json')) == fid_time
   with open(os.path.join(out, 'synthesis_s1', 'done.json')) as f:
     assert json.load(f)['exits'][0]['exit'] == 'skipped: trained to step 2'

@@ -52,12 +52,12 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   assert noresidual.commands[1][-1] == '--nobaselines' and '--nobaselines' not in s[
       'refinement_s0'].commands[1] and '--nobaselines' not in s['current_s0'].commands[1]
   # the plateau rule's checkpoint at 2/3 of training: archived, scored after the end's FID
-  assert s['synthesis_s0'].overrides['training.archive_every'] == 1330  # 10-step loops
+  assert s['synthesis_s0'].overrides['training.archive_every'] == 4000
   assert s['sngan_s0'].overrides['training.archive_every'] == 800  # on the 25-step loop grid
-  assert s['retrofit_s1'].command_lines()[0].endswith('--config.training.archive_every=530')
+  assert s['retrofit_s1'].command_lines()[0].endswith('--config.training.archive_every=1600')
   assert s['synthesis_s0'].command_lines()[2] == (
       'python experiments/evaluate_fid.py --workdir=synthesis_s0 --num_samples=1000 --runs=2 '
-      '--feature_cache_dir=feature_cache --checkpoint=synthesis_s0/checkpoints/archive/ckpt-1330 '
+      '--feature_cache_dir=feature_cache --checkpoint=synthesis_s0/checkpoints/archive/ckpt-4000 '
       '--output=synthesis_s0/fid_plateau.json --nobaselines')
   assert s['refinement_s0'].outputs == [None, 'refinement_s0/fid.json',
                                         'refinement_s0/fid_plateau.json']
@@ -252,8 +252,8 @@ def test_a_stage_is_done_only_when_training_reached_its_step_and_evaluation_fini
   assert record['config']['path'] == 'synthesis_s0/config.json' and len(
       record['config']['sha256']) == 64
   assert [e['exit'] for e in record['exits']] == [0, 0, 0]
-  # the plateau rule's checkpoint (2/3 of the config's 2,000 steps on its 10-step loop)
-  assert record['result']['plateau'] == dict(step=1330, end_step=4, hat_ebm_runs=[12.0, 13.0])
+  # the plateau rule's checkpoint (2/3 of the config's 6,000 steps)
+  assert record['result']['plateau'] == dict(step=4000, end_step=4, hat_ebm_runs=[12.0, 13.0])
   assert record['exits'][0]['command'].startswith('python experiments/train_synthesis.py')
   with open(tmp_path / 'synthesis_s0' / 'done.json') as f:
     assert json.load(f) == record

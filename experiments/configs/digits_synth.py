@@ -1,16 +1,19 @@
 """Embedded default: synthesis Hat EBM on the scikit-learn digits at 16x16, minutes on 2 CPU cores.
 
   python experiments/train_synthesis.py
-Expected: FID X = G(Z) + Y 4.7-12.8 against G(Z) 13.8-17.5 over seeds 0-4 (digits classifier).
-Data noise 0.03 hides the bilinear upscaling grid the hat would learn, and a 1,000-entry bank keeps
-the generator's targets ~30 steps old (docs/experiments.md: both ran away without).
+6,000 steps: 3x the first default (2,000), where the FID still fell on seeds 0-2 (X = G(Z) + Y
+12.77 / 7.66 / 5.35 at 2,000, 2.96 / 3.50 / 2.17 at 6,000; digits classifier, 2 x 2,000 samples;
+docs/results.md). Data noise 0.03 hides the bilinear upscaling grid the hat would learn, and a
+1,000-entry bank keeps the generator's targets ~30 steps old (1,000 / 32 per step; docs/
+experiments.md: both ran away without). Settings: docs/digits_settings.md.
 """
 from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import registry
 
 
 def get_config(size=None):
-  config = config_lib.digits(registry.defaults('synthesis'), 'digits_synth', steps=2000)
+  config = config_lib.digits(registry.defaults('synthesis'), 'digits_synth', steps=6000,
+                             every=500)
   config.model.update(hat_width=32, gen_width=64)
   # 20 steps at T 1e-8; drift 0.5 per step (2.5 was tuned for 32x32x3 and leaves stripes here).
   config.langevin.update(steps=20, temperature=1e-8, max_drift=0.5)

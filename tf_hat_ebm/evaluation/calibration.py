@@ -48,8 +48,10 @@ def fit_inverse_n(sizes, values, at):
               a_std=float(np.sqrt(cov[1, 1])), b_std=float(np.sqrt(cov[0, 0])))
 
 
-def fid_at(train, acts, num, runs, rng, keep=None):
-  """FID against `train` of `num` rows of `acts` (only rows where `keep`), none drawn twice.
+def fid_at(train, acts, num, runs, rng, keep=None, copies=False):
+  """FID against `train` of `num` rows of `acts` (only rows where `keep`), none drawn twice;
+  `copies` (the memorisation bound, whose pool is the train split itself): a pool smaller than
+  num is drawn with replacement, as a generator that copies its training images repeats them.
 
   num <= the pool: `runs` draws without replacement (one: the whole pool), method 'measured'.
   Larger: a fit (fit_inverse_n) over subsamples of FIT_FRACTIONS of the pool, FIT_DRAWS each,
@@ -58,6 +60,10 @@ def fid_at(train, acts, num, runs, rng, keep=None):
   """
   rows = np.arange(len(acts)) if keep is None else np.flatnonzero(keep)
   pool = len(rows)
+  if copies and num > pool:
+    draws = [rng.choice(rows, num, replace=True) for _ in range(runs)]
+    return dict(_mean_std([fid.frechet_distance(train, acts[d]) for d in draws]),
+                method='with replacement', pool=pool)
   if num <= pool:
     draws = [rows] if num == pool else [rng.choice(rows, num, replace=False)
                                         for _ in range(runs)]
@@ -130,7 +136,7 @@ def calibrate(data_cfg, feature_net, cache_dir, num, runs=3, seed=0):
   dropped = fid_at(train, test, num, runs, rng, classes != histogram['rarest_class'])
   distances = nearest_distances(test_images, train_images)
   return dict(num=num, test_size=len(test), floor=fid_at(train, test, num, runs, rng),
-              memorisation=fid_at(train, train, num, runs, rng),
+              memorisation=fid_at(train, train, num, runs, rng, copies=True),
               dropped_class=dict(dropped, label=histogram['rarest_class']),
               test=dict(histogram, nn_mean=float(distances.mean()),
                         nn_p5=float(np.percentile(distances, 5))))

@@ -47,10 +47,11 @@ SCALES = {
         configs=dict(synthesis='digits_synth', sngan='digits_sngan', refinement='digits_refine',
                      autoencoder='digits_autoencoder', retrofit='digits_retrofit'),
         fid=('--num_samples=1000', '--runs=2'), ood=(), samples=('--num_samples=500',),
-        # Medians of a full run (training processes without their exit waits), two stages side
-        # by side, one thread each (2-core AMD EPYC, AVX512-BF16; docs/reproduce.md); a
+        # Medians of a full run at the first default lengths (training processes without their
+        # exit waits), two stages side by side, one thread each (2-core AMD EPYC, AVX512-BF16;
+        # docs/reproduce.md), the trainings scaled by their steps to the configs' 3x lengths; a
         # refinement's FID runs DDLS's chain too.
-        seconds=dict(synthesis=292, sngan=198, refinement=568, autoencoder=89, retrofit=379,
+        seconds=dict(synthesis=876, sngan=198, refinement=1704, autoencoder=89, retrofit=1137,
                      fid=14, fid_refinement=215, fid_retrofit=36, ood=6, figures=101,
                      release=60, calibration=7),
         seeds=(0, 1, 2), near_ood_classes=(0, 1, 2, 3, 4), calibrate=True),

@@ -495,8 +495,10 @@ def settings_table(configs, scale):
 
 # ---- calibration -------------------------------------------------------------------------------
 def _reference_row(label, entry):
-  how = {'extrapolated': f' (extrapolated from {entry.get("pool", "?")} images, fit a + b/n)',
-         'measured': ''}.get(entry.get('method'), ' (drawn with replacement)')
+  pool = entry.get('pool', '?')
+  how = {'extrapolated': f' (extrapolated from {pool} images, fit a + b/n)', 'measured': '',
+         'with replacement': f' (drawn with replacement from {pool}, as a copier repeats)'}
+  how = how.get(entry.get('method'), ' (drawn with replacement)')
   draws = 'fit' if entry.get('method') == 'extrapolated' else entry['runs']
   return [label + how, number(entry['mean'], entry['std']), draws]
 
