@@ -245,3 +245,7 @@ def test_the_digits_report_says_what_it_does_not_test():
   lines, _ = tables.ood_table({'nearood_s0': {'result': {'other_digits': 0.96}}}, 'digits', [0],
                               (('nearood', 'model of digits 0-4'),))
   assert 'not comparable' in '\n'.join(lines)
+  _, checks = tables.checks_table(records_for([0, 1, 2]), [0, 1, 2])
+  why = departures.effect_lines(checks)
+  assert len(why) == 2 + len(checks) + 1 and why[2].startswith(
+      '- Hat EBM beats its SN-GAN (Table 1): the digits SN-GAN is scored at the end')

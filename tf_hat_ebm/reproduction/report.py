@@ -142,6 +142,8 @@ def build_report(records, options, figures=(), configs=None, previous=()):
               sngan='published' if options.release_sngan else 'retrained', tables={})
   for key, (table, rows) in paper_tables(records, options, previous):
     lines += table
+    if key == 'checks' and options.scale != 'paper':
+      lines += departures.effect_lines(rows)
     if key in ('checks', 'plateau'):
       data[key] = rows
     else:
