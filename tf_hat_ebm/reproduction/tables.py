@@ -494,11 +494,13 @@ def settings_table(configs, scale):
 
 
 # ---- calibration -------------------------------------------------------------------------------
-def _reference_row(label, entry):
+def _reference_row(label, entry, replaced=False):
+  """A calibration row; `replaced`: a record without a method (before the fit) that drew with
+  replacement."""
   pool = entry.get('pool', '?')
   how = {'extrapolated': f' (extrapolated from {pool} images, fit a + b/n)', 'measured': '',
          'with replacement': f' (drawn with replacement from {pool}, as a copier repeats)'}
-  how = how.get(entry.get('method'), ' (drawn with replacement)')
+  how = how.get(entry.get('method'), ' (drawn with replacement)' if replaced else '')
   draws = 'fit' if entry.get('method') == 'extrapolated' else entry['runs']
   return [label + how, number(entry['mean'], entry['std']), draws]
 
@@ -555,11 +557,12 @@ def calibration_section(cal, models=None, fids=()):
   cal: evaluation.calibration.calibrate(...); models: {label: calibration.coverage(...)};
   fids: [(label, mean FID, eval sd)] of the models to place against the floor."""
   n, dropped = cal['num'], cal['dropped_class']
-  rows = [_reference_row(f'{n:,} held-out test digits: the floor', cal['floor']),
+  replaced = cal.get('replacement', False)
+  rows = [_reference_row(f'{n:,} held-out test digits: the floor', cal['floor'], replaced),
           _reference_row(f'{n:,} training digits: a generator that copied its data',
                          cal['memorisation']),
           _reference_row(f'{n:,} test digits without class {dropped["label"]}: a missing mode',
-                         dropped)]
+                         dropped, replaced)]
   lines = [f'## How far this FID can go: its calibration at N = {n:,}', '']
   lines += markdown(['images scored against the train split', 'FID ± sd (over draws, or the '
                      "fit's standard error)", 'draws'], rows) + ['']
