@@ -548,3 +548,20 @@ def test_report_figures_are_collected_by_kind_with_the_historical_update_montage
   assert [s.split('\n')[0].split(' ')[0] for s in sections[1:]] == [
       'Training', 'Baselines', 'The', 'OOD:', 'Samples']
   assert 'historical_generator_update.png' in sections[3]
+
+
+def test_previous_reports_are_read_before_any_stage_and_a_bad_one_is_one_line(tmp_path):
+  good = tmp_path / 'before.json'
+  good.write_text(json.dumps(dict(checks=[dict(check='x', verdict='holds')])))
+  assert pipeline.read_previous_reports([str(good)]) == [
+      dict(checks=[dict(check='x', verdict='holds')], path=str(good))]
+  garbled = tmp_path / 'garbled.json'
+  garbled.write_text('{"tables": {}}')
+  calls = []
+  for path in (garbled, tmp_path / 'missing.json'):
+    o = options(tmp_path / 'out', seeds=(0,), parts=('synthesis',),
+                previous_reports=(str(path),))
+    with pytest.raises(ValueError, match=f'--previous_reports: {path} is not a readable'):
+      pipeline.reproduce(o, run_command=lambda *a: calls.append(a) or 0,
+                         print_fn=lambda *a, **k: None)
+  assert not calls and not (tmp_path / 'out').exists()
