@@ -76,8 +76,9 @@ REASONS = {
     ('digits_retrofit', 'sampling.init_scale'): 'Y0 = 0: the training chain\'s start',
     # the refinement's SN-GAN
     ('digits_sngan', 'training.num_steps'): (
-        f'{CPU}; its FID rises late in training on 1,500 digits (seed 0 at 2x: 17.5 at step '
-        '400, 17.1 at 1,200, 27.1 at 2,400), so a longer run is not a better baseline'),
+        f'{CPU}; NOT at its best: on 1,500 digits its FID is lowest early and rises with the '
+        'decay (seed 0: 34.5 at the end of its 1,200 steps, 27.1 at the end of 2,400, 17-19 at '
+        'steps 400-1,200 of that run); the length of its best over seeds 0-2 is not settled'),
     ('digits_sngan', 'training.batch_size'): CPU,
 }
 
