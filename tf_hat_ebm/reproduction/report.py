@@ -11,7 +11,8 @@ from tf_hat_ebm.reproduction import tables
 
 # Figures by what they show, in the report's order: (heading, test on the file name).
 FIGURE_SECTIONS = (
-    ('Training curves of each stage (the evidence of a stable or a failed training)',
+    ('Training curves of each stage (energies, gradient norms and guard events: a drifting '
+     'energy difference or a growing hat gradient is a run not yet at rest, whatever its FID)',
      lambda f: f.endswith('_training_curves.png')),
     ('Baselines beside the Hat EBM, from the same latents Z0 (SN-GAN / decoder of N(0, I), '
      'DDLS, Hat EBM)', lambda f: '_baselines_' in f),
