@@ -66,12 +66,12 @@ def block(report):
     lines.append(f'| {label} | {_number(row["mean"], digits)}{spread} | '
                  f'{_seeds(row, digits)} |')
   lines += ['', '| effect the paper reports | difference (worse - better) | 95% interval | '
-            'verdict |', '|---|---|---|---|']
+            'relative | verdict |', '|---|---|---|---|---|']
   for check in report['checks']:
     interval = ('–' if check['low'] is None else
                 f'[{check["low"]:+.2f}, {check["high"]:+.2f}]')
     lines.append(f'| {check["check"]} | {_number(check["mean"], 2)} | {interval} | '
-                 f'{check["verdict"]} |')
+                 f'{check.get("relative", "–")} | {check["verdict"]} |')
   return lines + ['', END]
 
 
