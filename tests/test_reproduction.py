@@ -53,7 +53,7 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
       'refinement_s0'].commands[1] and '--nobaselines' not in s['current_s0'].commands[1]
   # the plateau rule's checkpoint at 2/3 of training: archived, scored after the end's FID
   assert s['synthesis_s0'].overrides['training.archive_every'] == 4000
-  assert s['sngan_s0'].overrides['training.archive_every'] == 800  # on the 25-step loop grid
+  assert s['sngan_s0'].overrides['training.archive_every'] == 1600  # on the 25-step loop grid
   assert s['retrofit_s1'].command_lines()[0].endswith('--config.training.archive_every=1600')
   assert s['synthesis_s0'].command_lines()[2] == (
       'python experiments/evaluate_fid.py --workdir=synthesis_s0 --num_samples=1000 --runs=2 '

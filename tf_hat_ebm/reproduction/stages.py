@@ -51,7 +51,7 @@ SCALES = {
         # exit waits), two stages side by side, one thread each (2-core AMD EPYC, AVX512-BF16;
         # docs/reproduce.md), the trainings scaled by their steps to the configs' 3x lengths; a
         # refinement's FID runs DDLS's chain too.
-        seconds=dict(synthesis=876, sngan=198, refinement=1704, autoencoder=89, retrofit=1137,
+        seconds=dict(synthesis=876, sngan=396, refinement=1704, autoencoder=89, retrofit=1137,
                      fid=14, fid_refinement=215, fid_retrofit=36, ood=6, figures=101,
                      release=60, calibration=7),
         seeds=(0, 1, 2), near_ood_classes=(0, 1, 2, 3, 4), calibrate=True),
