@@ -6,7 +6,7 @@ digits the end of a run scores better the longer the run (seed 0: 40.1 at 600 st
 1,200, 27.1 at 2,400; at 2,400 seeds 1 and 2 scored 40.4 and 20.5 against 46.0 and 35.1 at 1,200;
 digits classifier, 2 x 1,000 samples; docs/experiments.md). Its FID is lowest early in a run, at
 a high rate (17-19 at steps 400-1,200 of seed 0's 2,400), so the plateau rule reads the end as
-past its best. Whether 4,800 steps beat 2,400 is not measured.
+past its best. At 4,800 steps seeds 0 and 1 ended at 18.63 and 55.68.
 """
 from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import registry
