@@ -9,8 +9,9 @@ optimum could lie outside it.
 DDLS (Che et al. 2020) samples Langevin in z on ||z||^2/2 - D(G(z)) with the refinement run's
 SN-GAN generator and discriminator (the hat is not used). Each setting draws --fid_runs sets of
 --fid_samples from the latent streams of --seed (give a seed the reported tables do not use) and
-gets the small-data FID against the train split with the digits classifier's features, as
-compare_baselines.py. Prints one row per setting and writes them to --out (JSON).
+gets every metric of evaluation/metrics.py (FID, KID, ...) against the train split with the digits
+classifier's features, as compare_baselines.py. Prints one row per setting and writes them to
+--out (JSON); the best setting is the one of lowest FID.
 """
 import argparse
 import dataclasses
@@ -37,9 +38,10 @@ def main():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm import langevin  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm import trained_run  # pylint: disable=g-import-not-at-top
-  from tf_hat_ebm.evaluation import compare  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import features  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import fid  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.evaluation import metrics  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.evaluation import samplers  # pylint: disable=g-import-not-at-top
 
   run = trained_run.load_run(args.workdir)
   model, data = run.model, run.config.data
@@ -63,11 +65,16 @@ def main():
       x = langevin.sample_ddls(model.discriminator, model.generator, rng, chain, z0=z0)[1]
       return {'ddls': tf.clip_by_value(x, -1.0, 1.0)}
 
-    values = compare.method_fids(model, sample, net, train, args.fid_samples, args.fid_runs,
-                                 args.seed)['ddls']
-    mean, std = fid.mean_std(values)
-    rows.append(dict(step_size=step_size, steps=steps, fid=mean, fid_std=std))
-    print(f'step_size {step_size:g} steps {steps}: FID {mean:.2f} ± {std:.2f}', flush=True)
+    sets = samplers.latent_sets(model, sample)
+    scores = metrics.score_sets(lambda r, sets=sets: sets(args.fid_samples, args.seed, 250, r),
+                                net, train, args.fid_runs, verbose=False)
+    row = dict(step_size=step_size, steps=steps)
+    for name, values in scores.items():
+      row[name], row[f'{name}_std'] = fid.mean_std(values['ddls'])
+    rows.append(row)
+    print(f'step_size {step_size:g} steps {steps}: ' + ', '.join(
+        f'{shown.label} {row[name]:.{shown.digits}f} ± {row[name + "_std"] or 0:.{shown.digits}f}'
+        for name, shown in metrics.described().items()), flush=True)
   with open(out, 'w') as f:
     json.dump(dict(workdir=args.workdir, seed=args.seed, fid_samples=args.fid_samples,
                    fid_runs=args.fid_runs, rows=rows), f, indent=2)

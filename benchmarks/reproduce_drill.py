@@ -36,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, 'experiments', 'reproduce.py')
 MARKER = '.reproduce_drill'  # what marks a directory this drill made (and may empty)
 # Fields of a record or report that differ between two runs of the same stages by design.
-VOLATILE = ('seconds', 'finished', 'exits', 'sha256')
+VOLATILE = ('seconds', 'finished', 'exits', 'sha256', 'body_sha256', 'files')
 
 flags.DEFINE_integer('kills', 8, 'Kills in all, half SIGTERM and half SIGKILL (seeded order).',
                      lower_bound=1)

@@ -85,7 +85,7 @@ def scalar_series(workdir, tag):
 
 
 def row(out, seed, record):
-  """One seed's row: energy difference, guard, FIDs, seconds."""
+  """One seed's row: energy difference, guard, every metric per method, seconds."""
   kind = CHAINS[FLAGS.chain][1]
   r = dict(seed=seed, seconds=record['seconds'], guard_fired=bool(record.get('failed')))
   diffs = scalar_series(os.path.join(out, f'{kind}_s{seed}'), 'energy/energy_diff')
@@ -93,9 +93,13 @@ def row(out, seed, record):
     warm = diffs[-1][0] * FLAGS.warmup
     r['final_energy_diff'] = diffs[-1][1]
     r['max_abs_energy_diff_after_warmup'] = max(abs(v) for s, v in diffs if s >= warm)
-  for name, value in (record.get('result') or {}).items():
-    if not name.endswith('_runs'):
-      r[f'fid_{name}'] = value
+  from tf_hat_ebm.evaluation import result as result_lib  # pylint: disable=g-import-not-at-top
+  evaluation = result_lib.from_record(record.get('result'))
+  for metric in evaluation.metrics if evaluation else ():
+    for method in (m for m in evaluation.methods if evaluation.sets(metric, m)):
+      std = evaluation.std(metric, method)  # None for a compare's grid scores: one set
+      r[f'{metric}_{method}'] = ([evaluation.mean(metric, method), std] if std is not None
+                                 else evaluation.mean(metric, method))
   return r
 
 
@@ -106,7 +110,7 @@ def table(rows):
     cells = []
     for k in keys:
       v = r.get(k, '')
-      if isinstance(v, list):  # compare_baselines' [FID, std]
+      if isinstance(v, list):  # [mean, sd over sample sets]
         v = f'{v[0]:.4g} ± {v[1]:.2g}' if v[1] is not None else f'{v[0]:.4g}'
       cells.append(f'{v:.4g}' if isinstance(v, float) else str(v))
     lines.append(f'| {r["seed"]} | ' + ' | '.join(cells) + ' |')

@@ -33,7 +33,6 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Tuple
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 
@@ -116,14 +115,16 @@ def interleaved(fns, repeats):
   return times
 
 
-# A kind's `speed_variants` hook (registry.Kind.hooks): the variants of its `perf` options this
-# harness times (VARIANTS' names).
-SpeedVariants = Tuple[str, ...]
+def variants_of(config):
+  """The variants that apply to the config: those whose every option turned on (release's
+  recompute_generator, xla's jit_sampler) is a field of its config.perf; a joint run has neither."""
+  return tuple(name for name, options in VARIANTS.items()
+               if all(k in config.perf for k, v in options.items() if v is True))
 
 
 def variants_to_time(config):
-  """The variant names to time: --variants, of those the config's kind has."""
-  known: SpeedVariants = registry.for_config(config).hook('speed_variants', ())
+  """The variant names to time: --variants, of those that apply to the config."""
+  known = variants_of(config)
   if not FLAGS['variants'].present:
     return [v for v in FLAGS.variants if v in known] or list(known)
   unknown = set(FLAGS.variants) - set(known)

@@ -41,10 +41,13 @@ SMALL = {
     'training.sample_every': 4, 'training.num_grid_samples': 4,
     'perf.precision': 'float32',
 }
-# Each kind adds its own (its `tiny` hook, Tiny: only a synthesis run uses its bank).
-# A kind's `tiny` hook (registry.Kind.hooks): config overrides, dotted path -> value, that shrink a
-# run of the kind to seconds on top of SMALL.
-Tiny = Mapping[str, object]
+# What a kind needs on top of SMALL to run in seconds, by config.experiment (dotted path -> value):
+# only a synthesis run has a bank; a kind not named here (tests/toykind) needs nothing more.
+KIND_SIZES: Mapping[str, Mapping[str, object]] = {
+    'synthesis': {'training.bank_size': 16},
+    'joint': {'training.num_steps': 2, 'training.sample_every': 2, 'optim.hat_lr': 1e-3},
+    'sngan': {'training.n_dis': 2, 'training.num_steps': 2, 'training.sample_every': 2},
+}
 
 
 def load_config(experiment, *args):
@@ -72,13 +75,13 @@ def _has(config, path):
 
 
 def tiny(experiment='digits_synth', **overrides):
-  """The experiment's config shrunk to seconds (SMALL and its kind's `tiny`), overridden.
+  """The experiment's config shrunk to seconds (SMALL and its kind's KIND_SIZES), overridden.
 
   Override keys are dotted paths, as `**{'training.batch_size': 8}` or `training__batch_size=8`.
   The shrinking sets only the fields the config has; an override may add one.
   """
   config = load_config(experiment)
-  extra: Tiny = registry.for_config(config).hook('tiny', {})
+  extra = KIND_SIZES.get(registry.for_config(config).name, {})
   for path, value in {**SMALL, **extra}.items():
     if _has(config, path):
       section, name = _parent(config, path)

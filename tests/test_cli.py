@@ -170,6 +170,7 @@ def test_wheel_declares_dependencies_scripts_and_configs(tmp_path):
   assert 'tf-hat-ebm-export = tf_hat_ebm.cli:export' in entry
   assert 'tf-hat-ebm-gallery = tf_hat_ebm.cli:gallery' in entry
   assert 'tf_hat_ebm/configs/digits_synth.py' in names  # --config=digits_synth in a wheel
+  assert 'tf_hat_ebm/reproduction/eta.json' in names  # the reproduction's ETA table, data
   assert not [n for n in names if 'experiments' in n]  # the scripts are a checkout's
   for root, _, files in os.walk(os.path.join(REPO, 'tf_hat_ebm')):
     if '__init__.py' in files:  # every subpackage is listed in pyproject.toml

@@ -7,9 +7,10 @@ import scipy.linalg
 import tensorflow as tf
 
 from tf_hat_ebm import trained_run
-from tf_hat_ebm import export
 from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
+from tf_hat_ebm.evaluation import metrics
+from tf_hat_ebm.evaluation import samplers
 
 from conftest import run_command, tiny
 
@@ -65,8 +66,8 @@ def test_inception_input_is_tf_gan_preprocessing():
   np.testing.assert_array_equal(x[..., 0], x[..., 2])
 
 
-def test_sample_fids_stream_batches_and_repeat_runs(trained_workdir):
-  module = export.build_module(trained_run.load_run(trained_workdir))
+def test_sample_sets_stream_batches_and_repeat_runs(trained_workdir):
+  methods = samplers.synthesis(trained_run.load_run(trained_workdir))
   seen = []
 
   def feature_net(images):  # records batch sizes: samples arrive batch by batch
@@ -74,9 +75,11 @@ def test_sample_fids_stream_batches_and_repeat_runs(trained_workdir):
     return tf.reshape(images, [tf.shape(images)[0], -1])[:, :6]
 
   reference = np.random.RandomState(0).normal(size=[50, 6])
-  fids = fid.sample_fids(module, feature_net, reference, num_samples=10, batch_size=4, runs=2,
-                         verbose=False)
+  scores = metrics.score_sets(lambda r: methods.sets(10, 0, 4, r), feature_net, reference, runs=2,
+                              verbose=False)
   assert seen == [4, 4, 4, 4, 2, 2] * 2  # X and G(Z) per batch, two runs
+  fids = scores['fid']
+  assert list(fids) == list(methods.labels) == ['hat_ebm', 'generator']
   assert len(fids['hat_ebm']) == len(fids['generator']) == 2
   assert fids['hat_ebm'][0] != fids['hat_ebm'][1]  # runs draw different chains
   assert fid.mean_std([1.0, 3.0]) == (2.0, pytest.approx(2 ** 0.5))  # ddof 1

@@ -23,7 +23,7 @@ def test_joint_export_round_trip_with_refine(saved_decoder, tmp_path):  # noqa: 
   strategy = tf.distribute.get_strategy()
   workdir = str(tmp_path / 'run')
   Trainer(JointTask(config, strategy), config, workdir, strategy, verbose=False).train(2)
-  run = trained_run.load_run(workdir)
+  run = trained_run.load_run(workdir, trust_code=True)  # its SavedModel: our own
   module = export.build_module(run)
   latents = tf.random.stateless_normal([3, 4], [0, 1])
   first = module.refine(latents)
@@ -33,6 +33,10 @@ def test_joint_export_round_trip_with_refine(saved_decoder, tmp_path):  # noqa: 
   sample = module.sample(tf.constant(5, tf.int64), tf.constant(7, tf.int64))
   path = module.sample_path(tf.constant(5, tf.int64), tf.constant(7, tf.int64))
   np.testing.assert_allclose(path['images'][-1].numpy(), sample['images'].numpy(), atol=1e-5)
+  # The model card describes the joint chain as the FID report does: both step sizes.
+  s = run.model.sampling
+  assert f'| sampling chain | {s.describe()} |' in export.model_card(module, run)
+  assert f'eps_z={s.latent_step_size:g}' in s.describe()
   out = str(tmp_path / 'exported')
   export.save(module, out)
   np.save(tmp_path / 'latents.npy', latents.numpy())

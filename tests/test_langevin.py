@@ -123,3 +123,13 @@ def test_lower_temperature_scales_gradient(temperature):
   _, grad = langevin.residual_energy_and_grad(LinearHat(w), tf.zeros([1, 1, 1, 1]),
                                               tf.zeros([1, 1, 1, 1]), settings)
   np.testing.assert_allclose(grad.numpy().ravel(), [1.0 / temperature], rtol=1e-6)
+
+
+def test_one_description_of_a_chain_names_each_step_size_it_takes():
+  conditional = langevin.ChainSettings(steps=125, step_size=5e-4, temperature=1e-3,
+                                       init_scale=0.01, max_drift=None)
+  assert conditional.describe() == 'K=125, eps=0.0005, T=0.001, Y0 scale=0.01'
+  joint = langevin.ChainSettings(steps=50, step_size=1e-3, latent_step_size=0.02,
+                                 temperature=1e-5, max_drift=2.5, prior_sigma=0.1)
+  assert joint.describe() == ('K=50, eps_y=0.001, eps_z=0.02, T=1e-05, Y0 scale=0, '
+                              'drift clip=2.5, prior sigma=0.1')

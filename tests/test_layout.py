@@ -3,30 +3,34 @@ script under experiments/ is flags plus one call. Reads source only: millisecond
 import ast
 import graphlib
 import os
+import re
 
 from conftest import REPO
+from tf_hat_ebm import registry
 
 # docs/code.md's layer table, bottom up: a module imports only modules of its own layer or below.
 LAYERS = (
     ('registry', 'config', 'errors', 'checkpoints', 'guard', 'langevin', 'learning', 'optim',
      'bank', 'figures', 'flops', 'validation', 'text', 'perf', 'progress',
      'reproduction.stages', 'reproduction.paper', 'reproduction.statistics',
-     'reproduction.children'),
+     'reproduction.children', 'reproduction.plateau', 'reproduction.departures',
+     'evaluation.result'),
     ('data', 'nets', 'workdir', 'outputs', 'tasks.base', 'reproduction.report',
-     'reproduction.tables'),
+     'reproduction.tables', 'reproduction.quote'),
     ('generators', 'trained_run', 'run_record', 'summaries', 'digits_eval', 'evaluation.features',
      'release_import', 'tasks.synthesis', 'tasks.joint', 'tasks.sngan', 'tasks.autoencoder'),
-    ('actions', 'trainer', 'run_lib'),
-    ('export', 'samples', 'evaluation.ood', 'evaluation.fid', 'evaluation.compare',
-     'evaluation.rows', 'evaluation.calibration'),
+    ('actions', 'trainer', 'result_files'),
+    ('export', 'samples', 'evaluation.ood', 'evaluation.fid', 'evaluation.metrics',
+     'evaluation.samplers', 'evaluation.evaluate', 'evaluation.compare',
+     'evaluation.calibration'),
     ('cli',),
-    ('reproduction.runner', 'reproduction.pipeline'),
+    ('reproduction.runner', 'reproduction.pipeline', 'reproduction.command'),
 )
 MAX_SCRIPT_LINES, MAX_FUNCTION_LINES = 120, 40
 
 
-def package_imports():
-  """{module: the package's modules it imports, anywhere in its file} for tf_hat_ebm/."""
+def package_files():
+  """{module: its file} for tf_hat_ebm/, modules named below the package ('evaluation.fid')."""
   files = {}
   for root, _, names in os.walk(os.path.join(REPO, 'tf_hat_ebm')):
     for name in names:
@@ -34,6 +38,12 @@ def package_imports():
         path = os.path.join(root, name)
         module = os.path.relpath(path, os.path.join(REPO, 'tf_hat_ebm'))[:-3]
         files[module.replace(os.sep, '.')] = path
+  return files
+
+
+def package_imports():
+  """{module: the package's modules it imports, anywhere in its file} for tf_hat_ebm/."""
+  files = package_files()
   imports = {}
   for module, path in files.items():
     with open(path) as f:
@@ -55,6 +65,72 @@ def test_imports_form_no_circle_and_go_down_the_layers():
   assert sorted(layer) == sorted(imports), 'a module missing from LAYERS (and docs/code.md)'
   backward = [(m, d) for m, deps in imports.items() for d in deps if layer[d] > layer[m]]
   assert not backward, backward
+
+
+def test_nothing_of_the_library_imports_the_reproduction():
+  # The reproduction runs the library's commands (runner.py imports cli): the library naming it
+  # back, even a TensorFlow-free table of it, is an arrow up (the command line names the
+  # reproduce command's flags and flow as 'module:function' strings instead).
+  up = [(m, d) for m, deps in package_imports().items() for d in deps
+        if d.startswith('reproduction.') and not m.startswith('reproduction.')]
+  assert not up, up
+
+
+def test_the_registry_holds_kinds_only():
+  # A test's sizes are the tests' (conftest.KIND_SIZES), a benchmark's variants the benchmark's
+  # (step_time.variants_of): every hook a kind has is one the library itself asks of it.
+  asked = set()
+  for path in package_files().values():
+    with open(path) as f:
+      asked |= set(re.findall(r"hook\('(\w+)'", f.read()))
+  hooks = {name for kind in registry.KINDS.values() for name in kind.hooks}
+  assert not {'tiny', 'speed_variants'} & hooks
+  assert hooks <= asked, f'hooks nothing in tf_hat_ebm/ asks for: {sorted(hooks - asked)}'
+
+
+def literal_lists(path):
+  """{module-level name: its values} of every tuple or list of constants the file writes."""
+  with open(path) as f:
+    return {t.id: frozenset(e.value for e in node.value.elts)
+            for node in ast.parse(f.read()).body if isinstance(node, ast.Assign)
+            and isinstance(node.value, (ast.Tuple, ast.List)) and len(node.value.elts) > 1
+            and all(isinstance(e, ast.Constant) for e in node.value.elts)
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
+def test_every_choice_list_is_written_once_in_validation():
+  # A second literal copy of a choice list drifts from the one the configs are checked against.
+  files = package_files()
+  lists = set(literal_lists(files.pop('validation')).values())
+  copies = [f'{module}.{name}' for module, path in files.items()
+            for name, values in literal_lists(path).items() if values in lists]
+  assert not copies
+
+
+def test_one_name_per_thing():
+  # Two classes of one name (a restored run and a run's record were both `Run`) read as one
+  # thing wherever the module prefix is dropped: a docstring, a traceback, a reader's memory.
+  defined = {}
+  for module, path in package_files().items():
+    with open(path) as f:
+      for node in ast.parse(f.read()).body:
+        if isinstance(node, ast.ClassDef):
+          defined.setdefault(node.name, []).append(module)
+  assert not {name: m for name, m in defined.items() if len(m) > 1}
+
+
+def test_measured_numbers_are_the_docs_not_the_configs():
+  # A config's docstring says what the run is, its command and what to expect; the FIDs and
+  # costs it measured change with every rerun and live in docs/ (digits_settings.md, results.md).
+  measured = re.compile(r'(FID|scored)[^.;:]*\d\.\d|\d+(\.\d+)? ?(s|min|minutes|h|hours)\b')
+  directory = os.path.join(REPO, 'experiments', 'configs')
+  found = {}
+  for name in sorted(os.listdir(directory)):
+    if name.endswith('.py'):
+      with open(os.path.join(directory, name)) as f:
+        doc = ast.get_docstring(ast.parse(f.read())) or ''
+      found.update({name: m.group(0) for m in [measured.search(doc)] if m})
+  assert not found
 
 
 def test_every_script_is_flags_and_one_call():

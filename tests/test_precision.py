@@ -167,7 +167,7 @@ def test_step_split_counts_the_first_calls_extra_time_outside():
   assert run_record.step_split([(4.0, 10), (1.0, 10), (2.0, 20)]) == pytest.approx((4.0, 3.0))
   assert run_record.step_split([(4.0, 10)]) == (4.0, 0.0)
   assert run_record.step_split([]) == (0.0, 0.0)
-  run = run_record.Run('/nonexistent', write=False, log=lambda _: None)
+  run = run_record.RunRecord('/nonexistent', write=False, log=lambda _: None)
   run.process_start, run.train_start = 100.0, 105.0
   run.chunks = [(4.0, 10), (1.0, 10), (2.0, 20)]
   s = run.summary(now=110.0)

@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import generators
+from tf_hat_ebm import langevin
 from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm.tasks import joint
 from tf_hat_ebm.trainer import Trainer
@@ -109,44 +110,51 @@ def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved
   from tf_hat_ebm import digits_eval  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import compare  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import features  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.evaluation import samplers  # pylint: disable=g-import-not-at-top
   config = savedmodel_config(saved_decoder)
   strategy = tf.distribute.get_strategy()
   workdir = str(tmp_path / 'run')
   Trainer(joint.JointTask(config, strategy), config, workdir, strategy,
           verbose=False).train(2)
-  run = trained_run.load_run(workdir)
+  run = trained_run.load_run(workdir, trust_code=True)  # its SavedModel: our own
   assert run.step == 2
   task = run.model
-  sampler = compare.make_sampler(run)
-  first = compare.sample_all(task, sampler, 6, seed=3, batch_size=4)  # batches of 4 and 2
-  assert set(first) == {'generator', 'hat_ebm'}  # no discriminator: no DDLS
+  methods = samplers.joint(run)
+  assert list(methods.labels) == ['generator', 'hat_ebm']  # no discriminator: no DDLS
+  first = samplers.sample_all(task, methods.sampler, 6, seed=3, batch_size=4)  # batches of 4, 2
+  assert set(first) == {'generator', 'hat_ebm'}
   assert all(x.shape == (6, 16, 16, 1) and np.abs(x).max() <= 1.0 for x in first.values())
-  again = compare.sample_all(task, sampler, 6, seed=3, batch_size=4)
+  again = samplers.sample_all(task, methods.sampler, 6, seed=3, batch_size=4)
   np.testing.assert_array_equal(first['hat_ebm'], again['hat_ebm'])  # seeded: reproducible
   # Z0 of the first batch: the stream (seed 3, batch 0)
   z0 = tf.random.Generator.from_seed(samples_lib.stream_seed(3, 0)).normal([4, 4])
   np.testing.assert_allclose(first['generator'][:4], task.generator(z0).numpy(), atol=1e-6)
   assert not np.allclose(first['hat_ebm'], first['generator'])  # the chain moved
   net = features.classifier_features(config.data, str(tmp_path), epochs=1, verbose=False)
-  table = compare.digits_table(task, sampler, config, first, net, str(tmp_path), fid_samples=40,
-                               fid_runs=2, batch_size=20)
-  assert set(table) == {'generator', 'hat_ebm', 'test digits'}
-  for name, row in table.items():
-    assert set(row) == {'confidence', 'digit_is', 'nn_dist', 'fid', 'fid_std'}
-    if name != 'test digits':  # the test split is one set: no spread
-      assert all(np.isfinite(v) for v in row.values()) and row['fid_std'] > 0.0
+  result = compare.digits_scores(methods, config, first, net, str(tmp_path), fid_samples=40,
+                                 fid_runs=2, batch_size=20)
+  assert list(result.methods) == ['generator', 'hat_ebm']
+  assert list(result.metrics)[-3:] == ['confidence', 'digit_is', 'nn_dist']
+  for method in result.methods:
+    for metric in result.metrics:
+      values = result.sets(metric, method)
+      assert len(values) == (1 if metric in compare.GRID_SCORES else 2)
+      assert all(np.isfinite(values))
+    assert result.std('fid', method) > 0.0
   # real digits are far closer to the train split than the user's untrained decoder
-  assert table['test digits']['fid'] < table['generator']['fid'] / 5
-  assert table['test digits'] == {
-      **digits_eval.scores(digits_eval.test_digits(config.data)),
-      'fid': table['test digits']['fid'], 'fid_std': None}
+  assert result.data['fid'] < result.mean('fid', 'generator') / 5
+  assert abs(result.data['kid']) < result.mean('kid', 'generator') / 5
+  real = digits_eval.scores(digits_eval.test_digits(config.data))
+  assert {k: result.data[k] for k in compare.GRID_SCORES} == real
+  assert result.sets('confidence', 'hat_ebm') == [digits_eval.scores(first['hat_ebm'])[
+      'confidence']]
 
 
 @pytest.mark.slow
 def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path):
   """Table 2 in one command: G(Z0), DDLS and the Hat EBM with the same feature network."""
-  import json  # pylint: disable=g-import-not-at-top
   from conftest import run_command  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.evaluation import result as result_lib  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.tasks import sngan  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import features  # pylint: disable=g-import-not-at-top
   strategy = tf.distribute.get_strategy()
@@ -172,8 +180,9 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
   assert labels == ['SN-GAN G(Z0) (20)', 'DDLS (Langevin in z, SN-GAN D) (20)',
                     'Hat EBM X = G(Z_K) + Y_K (20)', 'data: test split (297)']
   assert 'features: digits classifier penultimate layer' in result.stdout
-  with open(os.path.join(run_dir, 'fid.json')) as f:
-    saved = json.load(f)
+  chain = langevin.ChainSettings.from_config(config.sampling).describe()
+  assert f'sampling chain {chain}; DDLS K=2' in result.stdout and 'eps_z=' in chain
+  saved = result_lib.read(os.path.join(run_dir, 'fid.json')).values['fid']
   for method in ('generator', 'ddls', 'hat_ebm'):
     assert len(saved[method]) == 2 and all(np.isfinite(v) and v > 0 for v in saved[method])
   assert saved['generator'] != saved['hat_ebm'] != saved['ddls']
@@ -184,13 +193,11 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
   result, rows = evaluate_fid(gan_dir)
   assert [row.split('|')[1].strip() for row in rows[1:]] == ['SN-GAN G(Z0) (20)',
                                                              'data: test split (297)']
-  with open(os.path.join(gan_dir, 'fid.json')) as f:
-    alone = json.load(f)
-  assert alone['step'] == 2
-  np.testing.assert_allclose(alone['generator'], saved['generator'], rtol=1e-5)
+  alone = result_lib.read(os.path.join(gan_dir, 'fid.json'))
+  assert alone.step == 2
+  np.testing.assert_allclose(alone.values['fid']['generator'], saved['generator'], rtol=1e-5)
   # An ablation arm scored alone: the Hat EBM's row only (no DDLS chain).
   result, rows = evaluate_fid(run_dir, '--nobaselines', '--overwrite')
   assert [row.split('|')[1].strip() for row in rows[1:]] == ['Hat EBM X = G(Z_K) + Y_K (20)',
                                                              'data: test split (297)']
-  with open(os.path.join(run_dir, 'fid.json')) as f:
-    assert {k for k in json.load(f) if k in ('generator', 'ddls', 'hat_ebm')} == {'hat_ebm'}
+  assert list(result_lib.read(os.path.join(run_dir, 'fid.json')).methods) == ['hat_ebm']

@@ -213,17 +213,50 @@ def release_settings(settings):
   return langevin.ChainSettings(**common)
 
 
-def assert_change_close(ours, start, theirs, what):
-  """|change - release's change| <= 1e-4 of the release's change, plus one float32 ulp of the state.
+def run_release_chain(hat, gen, chain, change=None):
+  """{state: (our final state, start, the release's)} of the release's chain `chain`, noise off;
+  `change` edits our settings (benchmarks/release_chain_rounding.py's deliberate mistakes)."""
+  settings = release_settings(manifest()[f'chain_{chain}']['settings'])
+  settings = change(settings) if change else settings
+  ref = np.load(os.path.join(RELEASE, f'chain_{chain}.npz'))
+  rng = tf.random.Generator.from_seed(0)  # unused: noise is off
+  if settings.joint:
+    z, y, _, _ = langevin.sample_joint(hat, gen, rng, settings, z0=ref['z0'], y0=ref['y0'])
+    return dict(z=(z.numpy(), ref['z0'], ref['z']), y=(y.numpy(), ref['y0'], ref['y']))
+  y, _ = langevin.sample_conditional(hat, langevin.generate(gen, ref['z0']), rng, settings,
+                                     y0=ref['y0'])
+  return dict(y=(y.numpy(), ref['y0'], ref['y']))
 
-  The states are float32 in both codes, so a change is only known to one ulp of the state: in
-  joint_T1e-5_prior_clip Y moves by 1.2e-5 while one ulp of |Y| ~ 0.03 is 3.7e-9 (3e-4 of it).
-  """
-  change, expected = ours - start, theirs - start
-  scale = np.abs(expected).max()
-  ulp = np.spacing(np.abs(theirs).max().astype(np.float32))
-  assert scale > 0, what
-  assert np.abs(change - expected).max() <= 1e-4 * scale + ulp, what
+
+def sample_errors(ours, start, theirs):
+  """Per sample: max |change - release's change| in ulps of the state, and relative to
+  max |release's change|."""
+  axes = tuple(range(1, ours.ndim))
+  expected = theirs - start
+  error = np.abs(ours - start - expected).max(axis=axes)
+  ulp = np.spacing(np.abs(theirs).max(axis=axes).astype(np.float32))
+  scale = np.abs(expected).max(axis=axes)
+  assert np.all(scale > 0)
+  return error / ulp, error / scale
+
+
+# The bounds are measured, not this CPU's luck. Both codes compute in float32 and round the state
+# at every step, so two correct chains end a few ulps of the state apart. At T = 1e-8 (1e-6) the
+# energy's gradient is scaled by 1/T, and a rounding difference can flip a ReLU of H for one
+# sample, which then ends up thousands of ulps away (up to 2.3e-2 of its change) while the others
+# still agree. benchmarks/release_chain_rounding.py ran every chain with equally valid float32
+# evaluations (oneDNN at AVX512_CORE_BF16 / AVX512_CORE / AVX2 / SSE4.1, Eigen, and 12 roundings
+# of the weights by up to 1 ulp): half the samples stayed within 6.5 ulps, every sample within
+# 2.3e-2 of its change. The bounds are 4x those. They still fail each of: Y step before Z step,
+# prior left out (95 ulps), T 1% off, one step short (the benchmark checks it).
+HALF_WITHIN_ULPS = 26  # half the samples (the other half may have flipped a ReLU)
+EVERY_WITHIN = 0.1  # of the sample's change
+
+
+def outside_bounds(ulps, relative):
+  """Whether the per-sample errors of a chain's state break the bounds."""
+  return (np.sort(ulps)[(len(ulps) - 1) // 2] > HALF_WITHIN_ULPS
+          or np.max(relative) > EVERY_WITHIN)
 
 
 @pytest.mark.parametrize('chain', CHAINS)
@@ -234,14 +267,9 @@ def test_release_chains_are_reproduced(chain):
                                             release_path('gen32'))
   settings = release_settings(manifest()[f'chain_{chain}']['settings'])
   ref = np.load(os.path.join(RELEASE, f'chain_{chain}.npz'))
-  rng = tf.random.Generator.from_seed(0)  # unused: noise is off
-  if settings.joint:
-    z, y, _, _ = langevin.sample_joint(hat, gen, rng, settings, z0=ref['z0'], y0=ref['y0'])
-    assert_change_close(z.numpy(), ref['z0'], ref['z'], 'z')
-  else:
-    y, _ = langevin.sample_conditional(hat, langevin.generate(gen, ref['z0']), rng, settings,
-                                       y0=ref['y0'])
-  assert_change_close(y.numpy(), ref['y0'], ref['y'], 'y')
+  for state, (ours, start, theirs) in run_release_chain(hat, gen, chain).items():
+    ulps, relative = sample_errors(ours, start, theirs)
+    assert not outside_bounds(ulps, relative), (state, ulps, relative)
   if chain.endswith('clipbinds'):
     # The clip acts at every step of every sample: each residual moves by under K x max_drift.
     moved = np.sqrt(np.sum(np.square(ref['y'] - ref['y0']), axis=(1, 2, 3)))

@@ -25,7 +25,7 @@ from tf_hat_ebm import registry
 from tf_hat_ebm import generators
 from tf_hat_ebm import errors
 from tf_hat_ebm import outputs
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import result_files
 from tf_hat_ebm import trainer as trainer_lib
 from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm import workdir as workdir_lib
@@ -382,7 +382,7 @@ def test_samples_stream_to_disk_in_batches(tmp_path):
 
 
 # Runs experiments/export.py with tf.saved_model.save failing half-way through its write.
-@pytest.mark.parametrize('error,code,text', [('disk_full', 1, 'out of space or memory'),
+@pytest.mark.parametrize('error,code,text', [('disk_full', 1, 'out of disk space'),
                                              ('interrupt', 130, 'interrupted')])
 def test_failed_export_removes_its_staging_dir_and_keeps_the_old_export(
     error, code, text, trained_workdir, tmp_path, monkeypatch):
@@ -413,14 +413,14 @@ def test_failed_export_removes_its_staging_dir_and_keeps_the_old_export(
 
 def test_result_file_is_never_replaced_by_nan_or_silently(tmp_path):
   path = str(tmp_path / 'fid.json')
-  run_lib.write_json(path, {'fid': 1.5})
+  result_files.write_json(path, {'fid': 1.5})
   with pytest.raises(ValueError, match=r'fid\.json exists: pass --overwrite'):
-    run_lib.check_output_file(path, overwrite=False)
-  run_lib.check_output_file(path, overwrite=True)
+    result_files.check_output_file(path, overwrite=False)
+  result_files.check_output_file(path, overwrite=True)
   with pytest.raises(ValueError, match='is a directory'):
-    run_lib.check_output_file(str(tmp_path), overwrite=True)
+    result_files.check_output_file(str(tmp_path), overwrite=True)
   with pytest.raises(ValueError, match=r'fid\.json not written: the result holds NaN'):
-    run_lib.write_json(path, {'fid': float('nan')})
+    result_files.write_json(path, {'fid': float('nan')})
   assert json.load(open(path)) == {'fid': 1.5}
   assert os.listdir(tmp_path) == ['fid.json']
 
@@ -494,7 +494,9 @@ def raise_(error):
 
 
 @pytest.mark.parametrize('error, code, text', [
-    (OSError(errno.ENOSPC, 'No space left on device'), 1, 'out of space or memory'),
+    (OSError(errno.ENOSPC, 'No space left on device'), 1, 'out of disk space: free some'),
+    (tf.errors.ResourceExhaustedError(None, None, 'OOM when allocating tensor'), 1,
+     'out of memory: use a smaller batch'),
     (tf.errors.ResourceExhaustedError(None, None, 'ckpt-4.data: No space left on device'), 1,
      'ckpt-4.data: No space left on device'),
     (KeyboardInterrupt(), 130, 'interrupted at the test'),
@@ -661,6 +663,8 @@ def test_validation_catches_values_that_reverse_or_break_a_run(field, value, mes
     ('digits_synth', 'data.resize_method', 'cubic', 'data.resize_method must be one of bilinear'),
     ('digits_sngan', 'optim.lr_decay', 'cosine', 'optim.lr_decay must be one of linear, constant'),
     ('digits_synth', 'model.init', 'he', 'model.init must be one of glorot, mimicry'),
+    ('digits_refine', 'perf.jit_compile', 'yes', 'perf.jit_compile must be one of auto, on, off'),
+    ('digits_synth', 'training.guard.action', 'pause', 'training.guard.action must be one of auto'),
     ('digits_refine', 'generator.source', 'pickle', 'generator.source must be one of sngan'),
     ('digits_synth', 'sampling.steps', 10**11, 'sampling.steps must be an integer >= 0 and <= '),
     ('digits_synth', 'langevin.step_size', 1e30, 'langevin.step_size must be a finite number > 0 '
@@ -716,7 +720,7 @@ def test_the_choice_lists_are_defined_once():
 
 
 def test_a_retrofit_config_read_back_is_not_filled_in_nor_a_change(tmp_path):
-  config = tiny('digits_retrofit')
+  config = tiny('digits_retrofit', **{'generator.fingerprint': '0123456789abcdef'})  # trained
   kind = registry.for_config(config)
   workdir_lib.write_config(str(tmp_path), config)
   (tmp_path / 'checkpoints').mkdir()
@@ -817,7 +821,7 @@ def test_text_from_a_workdir_stays_inert_in_the_model_card(trained_workdir, tmp_
   assert '<' not in card.split('## Calling it')[0].replace('\\<', '')  # no live HTML
   assert '- FID fid \\#\\# Measured (\\<script\\>x\\<\\/script\\> Measured' in card
   fids = [line for line in lines if line.startswith('- FID')]
-  assert len(fids) == 1 and fids[0].endswith(': 2.00')  # the lists of non-numbers left out
+  assert len(fids) == 1 and fids[0].endswith(': 2.00 ± 0.71')  # lists of non-numbers left out
   assert '- OOD AUROC, a vs None (step None): ?' in card
 
 

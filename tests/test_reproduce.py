@@ -8,6 +8,8 @@ import sys
 import numpy as np
 import pytest
 
+from tf_hat_ebm.evaluation import result as result_lib
+
 from conftest import REPO
 
 SCRIPT = os.path.join(REPO, 'experiments', 'reproduce.py')
@@ -38,8 +40,8 @@ def test_tiny_pipeline_reports_skips_when_done_and_resumes(tmp_path):
   assert '[2/2] synthesis_s1: done in' in first.stdout
   with open(os.path.join(out, 'report.json')) as f:
     report = json.load(f)
-  per_seed = [json.load(open(os.path.join(out, f'synthesis_s{s}', 'done.json')))['result'][
-      'hat_ebm'] for s in (0, 1)]
+  per_seed = [result_lib.from_record(json.load(open(os.path.join(
+      out, f'synthesis_s{s}', 'done.json')))['result']).mean('fid', 'hat_ebm') for s in (0, 1)]
   row = report['tables']['synthesis'][0]
   assert row['per_seed'] == per_seed
   std = np.std(per_seed, ddof=1)  # the sample std over seeds
@@ -110,21 +112,37 @@ def test_sigkill_mid_stage_then_rerun_finishes_the_stage(tmp_path):
   assert rerun.returncode == 0, rerun.stderr[-3000:]
   assert '[1/1] synthesis_s0: running' in rerun.stdout
   with open(os.path.join(out, 'synthesis_s0', 'done.json')) as f:
-    assert np.isfinite(json.load(f)['result']['hat_ebm'])
+    assert np.isfinite(result_lib.from_record(json.load(f)['result']).mean('fid', 'hat_ebm'))
   with open(os.path.join(out, 'report.json')) as f:
     assert len(json.load(f)['tables']['synthesis'][0]['per_seed']) == 1
 
 
 def test_finished_pipeline_only_rewrites_the_report_quietly(tmp_path):
+  from tf_hat_ebm import result_files  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.reproduction import pipeline  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.reproduction import runner  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.reproduction import stages  # pylint: disable=g-import-not-at-top
   out = tmp_path / 'out'
   options = stages.Options(out=str(out), seeds=(0,), parts=('synthesis',), size='tiny')
   stage, = stages.build(options)
   pipeline.mark(str(out), pipeline.own_entries([stage]))
-  (out / 'synthesis_s0').mkdir(parents=True)
+  # A finished stage as the runner records it: its workdir at step 2, its fid.json.
+  workdir = out / 'synthesis_s0'
+  (workdir / 'checkpoints').mkdir(parents=True)
+  (workdir / 'checkpoints' / 'ckpt-2.index').write_bytes(b'')
+  (workdir / 'config.json').write_text(json.dumps(dict(training=dict(num_steps=2))))
+  evaluation = result_lib.EvalResult(
+      methods={'hat_ebm': 'Hat EBM samples X = G(Z) + Y', 'generator': 'generator alone G(Z)'},
+      metrics={'fid': result_lib.FID}, values={'fid': {'hat_ebm': [11.0], 'generator': [25.0]}},
+      data={'fid': 3.0}, step=2, runs=1)
+  result_files.write_json(str(workdir / 'fid.json'), evaluation.to_json())  # as evaluate.py does
+  files = {f'synthesis_s0/{n}': runner.file_sha256(str(workdir / n))
+           for n in ('config.json', 'fid.json')}
   done = dict(stage='synthesis_s0', scale='digits', size='tiny', commands=stage.command_lines(),
-              seconds=60.0, result=dict(hat_ebm=11.0, generator=25.0, data=3.0))
+              seconds=60.0, step=2, num_steps=2, files=files,
+              config=dict(sha256=files['synthesis_s0/config.json'],
+                          body_sha256=runner.config_body_sha256(str(workdir / 'config.json'))),
+              result=evaluation.to_json())
   (out / 'synthesis_s0' / 'done.json').write_text(json.dumps(done))
   env = {k: v for k, v in os.environ.items() if k != 'TF_CPP_MIN_LOG_LEVEL'}
   result = reproduce('--size=tiny', '--seeds=0', '--parts=synthesis', f'--out={out}', env=env,
@@ -184,4 +202,5 @@ def test_sigterm_to_reproduce_stops_its_training_child_and_the_rerun_resumes(tmp
   assert rerun.returncode == 0, rerun.stderr[-3000:]
   with open(os.path.join(out, 'synthesis_s0', 'done.json')) as f:
     record = json.load(f)
-  assert record['step'] == record['num_steps'] == 2 and np.isfinite(record['result']['hat_ebm'])
+  assert record['step'] == record['num_steps'] == 2
+  assert np.isfinite(result_lib.from_record(record['result']).mean('fid', 'hat_ebm'))

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from tf_hat_ebm import config as config_lib
+from tf_hat_ebm.evaluation import result as result_lib
 from tf_hat_ebm.reproduction import pipeline
 from tf_hat_ebm.reproduction import report as report_lib
 from tf_hat_ebm.reproduction import runner as runner_lib
@@ -108,7 +109,7 @@ def test_paper_scale_pins_float32_unless_told_and_can_import_the_published_sngan
   assert release['sngan_release'].commands[0][:2] == ['python', 'experiments/import_release.py']
   assert '--hat=/rel/c10/ebm.ckpt' in release['sngan_release'].commands[0]
   assert release['refinement_s0'].after == ('sngan_release',)
-  assert '--config.generator.path=sngan_release' in release['noresidual_s0'].commands[0]
+  assert '--config.generator.path=sngan_release/generator' in release['noresidual_s0'].commands[0]
   with pytest.raises(ValueError, match='--release_sngan .* needs --scale=paper'):
     stages_lib.build(options(tmp_path, release_sngan='/rel/c10'))
 
@@ -245,7 +246,9 @@ def test_a_stage_is_done_only_when_training_reached_its_step_and_evaluation_fini
   fake = FakeScripts(str(tmp_path), reach=4)
   records = run(o, fake)
   record = records['synthesis_s0']
-  assert record['result']['hat_ebm'] == 11.0 and record['result']['hat_ebm_runs'] == [10.0, 12.0]
+  evaluation = result_lib.from_record(record['result'])  # fid.json of version 1, read
+  assert evaluation.mean('fid', 'hat_ebm') == 11.0
+  assert evaluation.sets('fid', 'hat_ebm') == [10.0, 12.0] and evaluation.data == {'fid': 3.0}
   assert (record['scale'], record['size'], record['step'], record['num_steps']) == (
       'digits', None, 4, 4)
   assert (record['precision'], record['computed_in']) == (None, 'float32')
@@ -253,7 +256,8 @@ def test_a_stage_is_done_only_when_training_reached_its_step_and_evaluation_fini
       record['config']['sha256']) == 64
   assert [e['exit'] for e in record['exits']] == [0, 0, 0]
   # the plateau rule's checkpoint (2/3 of the config's 6,000 steps)
-  assert record['result']['plateau'] == dict(step=4000, end_step=4, hat_ebm_runs=[12.0, 13.0])
+  earlier = result_lib.from_record(record['plateau'])  # fid_plateau.json, typed
+  assert (earlier.step, earlier.sets('fid', 'hat_ebm')) == (4000, [12.0, 13.0])
   assert record['exits'][0]['command'].startswith('python experiments/train_synthesis.py')
   with open(tmp_path / 'synthesis_s0' / 'done.json') as f:
     assert json.load(f) == record
@@ -514,6 +518,10 @@ def test_report_figures_are_collected_by_kind_with_the_historical_update_montage
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(png)
 
+  # An earlier pipeline's: a stage it no longer has left a copied figure (and samples, below).
+  draw('coop_s0', 'training_curves.png')
+  earlier = [stages_lib.Stage('coop_s0', 'synthesis', 'ablations', [], [], workdir='coop_s0')]
+  assert pipeline.collect_figures(str(tmp_path), earlier, 0) == ['coop_s0_training_curves.png']
   for arm in ('synthesis', 'current', 'coop_bn'):
     draw(f'{arm}_s0', 'training_curves.png')
     for step in (250, 500, 750, 1000):
@@ -524,9 +532,7 @@ def test_report_figures_are_collected_by_kind_with_the_historical_update_montage
     draw('samples', 'synthesis', name)
   draw('samples', 'refinement_baselines', 'side_by_side.png')
   draw('samples', 'refinement_baselines', 'ddls.png')  # the same grid as in side_by_side.png
-  # An earlier pipeline's: a stage it no longer has left samples and a copied figure.
   draw('samples', 'coop', 'langevin_path.png')
-  draw('figures', 'coop_s0_training_curves.png')
   stages = stages_lib.build(options(tmp_path, seeds=(0,), parts=('synthesis', 'ood',
                                                                  'ablations', 'figures')))
   names = pipeline.collect_figures(str(tmp_path), stages, 0)

@@ -305,7 +305,7 @@ class Guard:
     return True
 
 
-class Progress:
+class TrainingProgress:
   """Training progress (chief, verbose runs only): step, ETA, the task's progress metrics and
   speed; a bar on a terminal, one plain line per tenth of the run in a file (progress.py)."""
 

@@ -112,13 +112,20 @@ def resolve_checkpoint(workdir, checkpoint=None, what=None, script=None):
                    'training.checkpoint_every steps and at the end)')
 
 
-def restore(path, items, what='the networks', hint=''):
+def restore(path, items, what='the networks', hint='', shapes_from=None):
   """Restores `items` (name -> network or variable) from the checkpoint at `path`: the one
   restore of saved state outside the trainer. Other saved objects (optimizers, bank) are skipped;
-  an item the checkpoint lacks, or of another shape, is a one-line ValueError."""
+  an item the checkpoint lacks, or of another shape, is a one-line ValueError. `shapes_from`: the
+  file the networks' shapes come from, blamed for a shape mismatch (every checkpoint of a run has
+  the same shapes, so another checkpoint cannot help)."""
   try:
     restore_checkpoint(tf.train.Checkpoint(**items), path, partial=True)
   except ValueError as e:
+    if shapes_from and 'incompatible tensor with shape' in str(e):
+      raise ValueError(f'cannot restore {what} from {path}: {e} The networks {shapes_from} '
+                       'describes have other shapes than the checkpoint\'s: its model and data '
+                       'fields must be those the run was trained with (edited? restore them)'
+                       ) from e
     raise ValueError(f'cannot restore {what} from {path} (truncated, or a checkpoint of other '
                      f'networks?): {e}{hint}') from e
 

@@ -16,7 +16,7 @@ import os
 import sys
 import textwrap
 import traceback
-from typing import Callable, Optional, Tuple
+from typing import Callable, Optional, Tuple, Union
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
 
@@ -24,7 +24,10 @@ from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
+from tf_hat_ebm import validation  # noqa: E402
+from tf_hat_ebm.config import configs_dir  # noqa: E402
 from tf_hat_ebm.errors import fail, main_guard, one_line  # noqa: E402
+from tf_hat_ebm import progress  # noqa: E402
 
 HELP_ARGS = ('-h', '-?', '--help', '--helpshort', '--helpfull')
 # load_run's name for a flag where it differs from the flag's.
@@ -48,16 +51,6 @@ _PREVIOUS_HOOK, sys.excepthook = sys.excepthook, _interrupted_hook
 
 
 # --- Shipped configs: by name or by path -------------------------------------------------------
-
-
-def configs_dir():
-  """The shipped configs: tf_hat_ebm/configs in a wheel, experiments/configs in a checkout."""
-  here = os.path.dirname(os.path.abspath(__file__))
-  for path in (os.path.join(here, 'configs'),
-               os.path.join(os.path.dirname(here), 'experiments', 'configs')):
-    if os.path.isfile(os.path.join(path, 'digits_synth.py')):
-      return path
-  fail('the shipped configs are not found beside the tf_hat_ebm package; reinstall it')
 
 
 def scripts_dir():
@@ -120,12 +113,14 @@ def resolve_config(argv):
 @dataclasses.dataclass(frozen=True)
 class Command:
   """A program: `define(flag_values)` defines its flags, `flow` ('module:function') takes them
-  as keyword arguments (FLOW_ARGS renames) and does the work; --help shows the rest."""
+  as keyword arguments (FLOW_ARGS renames) and does the work; --help shows the rest. A command
+  of a layer above this one (the reproduction) names its `define` as 'module:function' too, so
+  that this module imports nothing of it."""
   name: str                      # console command: tf-hat-ebm-<name>
   script: str                    # experiments/<script>, the same program in a checkout
   summary: str
   examples: Tuple[str, ...]      # argument lines, each shown after the program's name
-  define: Callable[[flags.FlagValues], None]
+  define: Union[Callable[[flags.FlagValues], None], str]
   flow: str
   description: str = ''
   # The command takes --config: a shipped config's name as its default, or '' for none.
@@ -143,8 +138,8 @@ def _run_flags(fv):
                       '<workdir>/checkpoints) or a checkpoint path; default: the latest.',
                       flag_values=fv)
   flags.DEFINE_bool('trust_workdir_code', False, 'Import the code a run\'s config.json names: '
-                    'a generator factory, a kind outside tf_hat_ebm (a workdir is data: off by '
-                    'default).', flag_values=fv)
+                    'a generator factory or SavedModel, a kind outside tf_hat_ebm (a workdir is '
+                    'data: off by default).', flag_values=fv)
   flags.DEFINE_bool('allow_other_generator', False, 'Load a joint run over a generator whose '
                     'weights differ from those it was trained on (its pinned fingerprint).',
                     flag_values=fv)
@@ -177,11 +172,11 @@ def _define_fid(fv):
   flags.DEFINE_integer('num_samples', None, 'Samples per run (default: 50,000 with Inception as '
                        'in the paper, 5,000 with the classifier features).', lower_bound=2,
                        upper_bound=10**6, flag_values=fv)
-  flags.DEFINE_integer('runs', 3, 'Independent sample sets; FID is reported as mean +- std.',
-                       lower_bound=1, upper_bound=100, flag_values=fv)
+  flags.DEFINE_integer('runs', 3, 'Independent sample sets; each metric is reported as mean +- '
+                       'std.', lower_bound=1, upper_bound=100, flag_values=fv)
   flags.DEFINE_integer('batch_size', 250, 'Sampling and feature batch size.', lower_bound=1,
                        upper_bound=MAX_BATCH, flag_values=fv)
-  flags.DEFINE_enum('feature_net', None, ['inception', 'classifier'], 'Feature network '
+  flags.DEFINE_enum('feature_net', None, list(validation.FEATURE_NETS), 'Feature network '
                     '(default: classifier for digits, inception otherwise).', flag_values=fv)
   flags.DEFINE_string('inception_path', None, 'Local copy of the TF-GAN Inception (TF-Hub module '
                       'directory); default: TF-Hub, honouring TFHUB_CACHE_DIR.', flag_values=fv)
@@ -229,8 +224,9 @@ def _define_sample(fv):
                        upper_bound=MAX_SEED, flag_values=fv)
   flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1,
                        upper_bound=MAX_BATCH, flag_values=fv)
+  # 100 chains of 3 rows fit matplotlib's 2**16 pixels at 128x128 images.
   flags.DEFINE_integer('path_chains', 4, 'Chains in the Langevin-path figure.', lower_bound=1,
-                       flag_values=fv)
+                       upper_bound=100, flag_values=fv)
   _path_steps_flag(fv, 'Chain steps shown in the path figure (workdir only; a SavedModel has the '
                    'steps chosen at export). Default: 5 evenly spaced in 0..K.')
   _run_flags(fv)
@@ -310,39 +306,6 @@ def _define_calibrate(fv):
   flags.DEFINE_bool('overwrite', False, 'Replace an existing --output.', flag_values=fv)
 
 
-def _define_reproduce(fv):
-  # The stage table is TensorFlow-free too: its scales and parts are the flags' choices.
-  from tf_hat_ebm.reproduction.stages import PARTS, SCALES  # pylint: disable=g-import-not-at-top
-  flags.DEFINE_enum('scale', 'digits', list(SCALES), 'digits (CPU) or paper (the paper '
-                    'configs).', flag_values=fv)
-  flags.DEFINE_list('seeds', None, 'Training seeds (default: 0,1,2; paper scale: 0).',
-                    flag_values=fv)
-  flags.DEFINE_string('out', None, 'Output directory (default: reproduce/<scale>).',
-                      flag_values=fv)
-  flags.DEFINE_list('parts', list(PARTS), 'Parts to run (with the stages they need): '
-                    + ', '.join(PARTS) + '.', flag_values=fv)
-  flags.DEFINE_string('size', None, "Every config's size (get_config's argument), e.g. tiny: "
-                      'seconds-long runs (the tests).', flag_values=fv)
-  flags.DEFINE_string('tpu', None, 'TPU name or "local", for the training scripts.',
-                      flag_values=fv)
-  flags.DEFINE_string('data_dir', None, 'tfds data_dir of the paper datasets.', flag_values=fv)
-  flags.DEFINE_string('inception_path', None, 'Local TF-GAN Inception for FID.', flag_values=fv)
-  flags.DEFINE_string('precision', None, 'perf.precision of every training (default: float32 '
-                      "at the paper scale, each config's own at digits scale).", flag_values=fv)
-  flags.DEFINE_string('release_sngan', None, "Directory of the release's CIFAR-10 refinement "
-                      '(ebm.ckpt, gen.ckpt): its published SN-GAN is the refinement baseline.',
-                      flag_values=fv)
-  flags.DEFINE_string('jobs', 'auto', 'Stages run at once (auto: 1 at paper scale, else up to '
-                      '2).', flag_values=fv)
-  flags.DEFINE_bool('dry_run', False, "Print every stage's commands and resolved config; run "
-                    'nothing.', flag_values=fv)
-  flags.DEFINE_bool('overwrite', False, 'Write into a non-empty --out that reproduce.py did not '
-                    'make (only its own files; others are never replaced).', flag_values=fv)
-  flags.DEFINE_list('previous_reports', [], 'report.json files of earlier runs of the same '
-                    'pipeline: a check whose verdict differs between them and this run is '
-                    'reported borderline.', flag_values=fv)
-
-
 COMMANDS = {c.name: c for c in (
     Command('train', 'train.py', 'Trains any experiment: the kind of run comes from the '
             "config's `experiment`.",
@@ -362,12 +325,13 @@ COMMANDS = {c.name: c for c in (
             '(tf.saved_model.load / tensorflow_hub.load).',
             ('--workdir=workdir/digits_synth --output=exported/digits_synth',),
             _define_export, 'tf_hat_ebm.export:export_run'),
-    Command('evaluate-fid', 'evaluate_fid.py', 'FID of a trained Hat EBM beside its baselines, '
-            'all with one feature network.',
+    Command('evaluate-fid', 'evaluate_fid.py', 'FID, KID (every metric) of a trained Hat EBM '
+            'beside its baselines, all with one feature network.',
             ('--workdir=workdir/digits_synth',
              '--workdir=/data/runs/cifar10 --inception_path=/data/inception'),
-            _define_fid, 'tf_hat_ebm.evaluation.fid:evaluate_run',
-            'Writes <workdir>/fid.json and eval/fid_<method> in the workdir\'s TensorBoard.'),
+            _define_fid, 'tf_hat_ebm.evaluation.evaluate:evaluate_run',
+            'Writes <workdir>/fid.json and eval/<metric>_<method> in the workdir\'s '
+            'TensorBoard.'),
     Command('evaluate-ood', 'evaluate_ood.py', 'Out-of-distribution detection by the energy '
             'H(x) (the paper\'s Table 3): AUROC per OOD set.',
             ('--workdir=workdir/digits_synth',
@@ -410,7 +374,8 @@ COMMANDS = {c.name: c for c in (
             'resumable stages, and a report.',
             ('', '--dry_run', '--scale=paper --tpu=my-tpu --data_dir=gs://bucket/tfds '
              '--inception_path=/data/inception --out=/data/reproduce'),
-            _define_reproduce, 'tf_hat_ebm.reproduction.pipeline:reproduce_command',
+            'tf_hat_ebm.reproduction.command:define_flags',
+            'tf_hat_ebm.reproduction.pipeline:reproduce_command',
             'A finished stage leaves <out>/<stage>/done.json and is skipped on the next run; an '
             'interrupted one resumes. Writes <out>/report.md, report.json and figures/.',
             required=()),
@@ -513,7 +478,8 @@ def _define(command, argv):
           'config', default or None,
           'Experiment config: a shipped config\'s name (see below) or a config file.',
           flag_values=fv, lock_config=True, sys_argv=argv)
-    command.define(fv)
+    define = _load(command.define) if isinstance(command.define, str) else command.define
+    define(fv)
     flags.mark_flags_as_required(command.required, flag_values=fv)
   except (AttributeError, KeyError, TypeError, ValueError, OSError, SyntaxError) as e:
     fail(_config_flag_error(e, argv))
@@ -548,8 +514,19 @@ def flow_arguments(fv):
   return {FLOW_ARGS.get(name, name): fv[name].value for name in _own_flags(fv)}
 
 
+# The flags that lower a command's memory, named when it runs out (in this order).
+MEMORY_FLAGS = ('batch_size', 'jobs', 'num_samples')
+
+
+def memory_flags(fv):
+  names = set(_own_flags(fv))
+  found = [f'--{name}' for name in MEMORY_FLAGS if name in names]
+  return found + (['--config.training.batch_size'] if 'config' in names else [])
+
+
 def main(name, argv=None, default_config=None):
   """Runs the command `name` on argv (default sys.argv): --help, or the flow on the flags."""
+  progress.guard_output()
   command = COMMANDS[name]
   if default_config:
     command = dataclasses.replace(command, default_config=default_config)
@@ -566,9 +543,14 @@ def main(name, argv=None, default_config=None):
   # Libraries' INFO logs (tfds, SavedModel writing) would bury the one-line errors; the
   # commands print their own progress.
   logging.set_verbosity(logging.WARNING)
-  module, _, function = command.flow.partition(':')
-  flow = getattr(importlib.import_module(module), function)
-  return main_guard(lambda: flow(**flow_arguments(fv)))
+  flow = _load(command.flow)
+  return main_guard(lambda: flow(**flow_arguments(fv)), memory_flags=memory_flags(fv))
+
+
+def _load(spec):
+  """The function a 'module:function' string names, imported now."""
+  module, _, function = spec.partition(':')
+  return getattr(importlib.import_module(module), function)
 
 
 # The console commands (pyproject.toml's [project.scripts]).

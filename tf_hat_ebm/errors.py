@@ -38,19 +38,28 @@ def fail(message, code=1):
   sys.exit(code)
 
 
-def _is_resource_error(error):
-  """Disk full, or device memory exhausted: nothing the program can fix."""
+def _resource_advice(error, memory_flags):
+  """What to do after a full disk (free some, rerun) or exhausted memory (rerunning the same
+  command cannot help: name the flags that shrink it), or None for any other error."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top (only once TensorFlow ran)
-  if isinstance(error, tf.errors.ResourceExhaustedError):
-    return True
-  return isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
+  # TensorFlow's file systems report a full disk as ResourceExhaustedError too.
+  disk = (isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)) or (
+      isinstance(error, tf.errors.ResourceExhaustedError)
+      and any(s in str(error) for s in ('No space left', 'quota exceeded', 'Disk quota')))
+  if disk:
+    return 'out of disk space: free some and rerun the same command'
+  if not isinstance(error, (MemoryError, tf.errors.ResourceExhaustedError)):
+    return None
+  lower = f'lower {" or ".join(memory_flags)}' if memory_flags else 'use a smaller batch'
+  return f'out of memory: {lower} (rerunning the same command needs the same memory)'
 
 
-def main_guard(fn, interrupted=None):
+def main_guard(fn, interrupted=None, memory_flags=()):
   """Runs fn(); a user error prints 'error: ...' on one line and exits with status 1.
 
   Ctrl-C exits with 130 and the line `interrupted()` returns, or the KeyboardInterrupt's own
-  message (e.g. where to resume from).
+  message (e.g. where to resume from). `memory_flags`: the command's flags that lower its memory,
+  named when memory runs out.
   """
   try:
     return fn()
@@ -59,6 +68,7 @@ def main_guard(fn, interrupted=None):
   except KeyboardInterrupt as e:
     fail(interrupted() if interrupted else str(e) or 'interrupted', EXIT_INTERRUPTED)
   except Exception as e:  # pylint: disable=broad-except
-    if not _is_resource_error(e):
+    advice = _resource_advice(e, memory_flags)
+    if advice is None:
       raise
-    fail(f'out of space or memory: {one_line(e)}; free some and rerun the same command')
+    fail(f'{one_line(e)}: {advice}')

@@ -22,7 +22,7 @@ Synthesis models are `ConditionalHatEBMModule`s. Joint (refinement / retrofit) m
 `refine(latents)`: the joint chain from given latents, e.g. a GAN's own samples' latents.
 """
 import dataclasses
-import json
+import math
 import os
 import shutil
 import tempfile
@@ -35,15 +35,21 @@ import tf_hat_ebm
 from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
 from tf_hat_ebm import outputs
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import result_files
 from tf_hat_ebm import text as text_lib
 from tf_hat_ebm import trained_run
+from tf_hat_ebm import workdir as workdir_lib
+from tf_hat_ebm.evaluation import result as result_lib
+
 # num_samples is int64 (an int32 input would wrap 2**32 + 4 to 4); one call makes at most this many.
 MAX_SAMPLES = 2**31 - 1
 # energy() accepts images in [-1, 1] up to float rounding; [0, 255] or [0, 1]-scaled data is not.
 RANGE_TOLERANCE = 1e-3
 _SAMPLE_SIGNATURE = [tf.TensorSpec([], tf.int64, name='num_samples'),
                      tf.TensorSpec([], tf.int64, name='seed')]
+
+
+MAX_PATH_STEPS = 50
 
 
 def default_path_steps(num_steps, points=5):
@@ -107,6 +113,9 @@ class HatEBMModule(tf.Module):
     self._image_shape = tuple(int(d) for d in image_shape)
     steps = default_path_steps(settings.steps) if path_steps is None else path_steps
     steps = sorted(set(int(s) for s in steps))
+    if len(steps) > MAX_PATH_STEPS:  # columns of the path figure
+      raise ValueError(f'--path_steps: {len(steps)} steps; the path figure shows at most '
+                       f'{MAX_PATH_STEPS}')
     if not steps or steps[0] < 0 or steps[-1] > settings.steps:
       raise ValueError(f'path steps must lie in 0..{settings.steps} (the sampling chain\'s K); '
                        f'got {steps}')
@@ -285,34 +294,52 @@ def describe(module, run):
 
 
 def _measured(workdir):
-  """The FID and OOD AUROC rows of workdir's fid.json / ood.json, as markdown lines."""
+  """The scores of workdir's fid.json (each labelled by its metric) and the OOD AUROCs of its
+  ood.json, as markdown lines."""
   lines = []
-  for name, what in (('fid.json', 'FID'), ('ood.json', 'OOD AUROC')):
+  for name in ('fid.json', 'ood.json'):
     path = os.path.join(workdir, name) if workdir else ''
     if not path or not tf.io.gfile.exists(path):
       continue
     try:
       with tf.io.gfile.GFile(path) as f:
-        result = json.load(f)
+        saved = workdir_lib.parse_json(f.read())
+      result = result_lib.EvalResult.from_json(saved) if name == 'fid.json' else saved
     except (ValueError, tf.errors.OpError):
       continue
-    if not isinstance(result, dict):
+    if not isinstance(result, dict) and name == 'ood.json':
       continue
-    md = text_lib.markdown  # the files are data: their text is shown, never interpreted
-    if what == 'FID':
-      for key, value in result.items():
-        mean = text_lib.mean(value)  # '?' for the fields that are no list of FIDs
-        if mean != '?':
-          lines.append(f'- FID {md(key)} ({md(result.get("feature_net"))}, '
-                       f'{md(result.get("num_samples"))} samples, step {md(result.get("step"))}): '
-                       f'{mean}')
-      lines.append(f'  - {fid_features_note(md(result.get("feature_net")))}')
-    else:
-      reference = (result.get('in_distribution') or {}).get('name')
-      for key, value in (result.get('sets') or {}).items():
-        auroc = value.get('auroc') if isinstance(value, dict) else None
-        lines.append(f'- OOD AUROC, {md(key)} vs {md(reference)} (step {md(result.get("step"))}):'
-                     f' {text_lib.number(auroc, ".3f")}')
+    lines += _scores(result) if name == 'fid.json' else _aurocs(result)
+  return lines
+
+
+def _scores(result):
+  """A line per metric and method of an evaluation.result.EvalResult: mean ± sd over its sets."""
+  md = text_lib.markdown  # the files are data: their text is shown, never interpreted
+  lines = []
+  for key, metric in result.metrics.items():
+    for method in result.methods:
+      values = result.sets(key, method)
+      if not values or not all(math.isfinite(v) for v in values):
+        continue
+      std = result.std(key, method)
+      spread = '' if std is None else f' ± {std:.{metric.digits}f}'
+      lines.append(f'- {md(metric.label)} {md(method)} ({md(result.feature_net)}, '
+                   f'{md(result.num_samples)} samples, step {md(result.step)}): '
+                   f'{result.mean(key, method):.{metric.digits}f}{spread}')
+  if lines:
+    lines.append(f'  - {fid_features_note(md(result.feature_net))}')
+  return lines
+
+
+def _aurocs(result):
+  md = text_lib.markdown
+  reference = (result.get('in_distribution') or {}).get('name')
+  lines = []
+  for key, value in (result.get('sets') or {}).items():
+    auroc = value.get('auroc') if isinstance(value, dict) else None
+    lines.append(f'- OOD AUROC, {md(key)} vs {md(reference)} (step {md(result.get("step"))}):'
+                 f' {text_lib.number(auroc, ".3f")}')
   return lines
 
 
@@ -355,7 +382,7 @@ Models from Generator Latent Spaces with Hat EBM.* NeurIPS 2022. Written by tf_h
 | data | {text_lib.markdown(config.data.name)}, images [{h}, {w}, {c}] in [-1, 1] |
 | training step | {int(run.step)} |{_generator_row(run)}
 | precision | {module._precision_name} |
-| sampling chain | K={s.steps}, eps={s.step_size:g}, T={s.temperature:g} |
+| sampling chain | {s.describe()} |
 
 Measured (the workdir's evaluation files at export):
 {chr(10).join(measured)}
@@ -455,13 +482,20 @@ def save(module, output_dir):
 def load_saved_model(path, flag):
   """A SavedModel written by `save`; anything else is a one-line error naming --flag."""
   if not tf.io.gfile.exists(os.path.join(path, 'saved_model.pb')):
+    if tf.io.gfile.exists(os.path.join(path, '.export.commit.json')):
+      raise ValueError(f'--{flag}={path}: an export there was interrupted while it replaced the '
+                       'SavedModel (.export.commit.json); the same export.py command with '
+                       '--overwrite puts the earlier one back and writes the new one')
     raise ValueError(f'--{flag}={path}: no saved_model.pb there (write one with '
                      'tf-hat-ebm-export)')
   try:
     model = tf.saved_model.load(path)
-  except (OSError, ValueError, KeyError, message.DecodeError, tf.errors.OpError) as e:
+  except (OSError, ValueError, KeyError, IndexError, message.DecodeError,
+          tf.errors.OpError) as e:
     lines = str(e).strip().splitlines()
-    raise ValueError(f'--{flag}={path}: unreadable SavedModel (truncated or corrupt?): '
+    # IndexError: TF's reader of a variables file shorter than its index says.
+    where = os.path.join(path, 'variables') + ': ' if isinstance(e, IndexError) else ''
+    raise ValueError(f'--{flag}={path}: unreadable SavedModel (truncated or corrupt?): {where}'
                      f'{lines[0] if lines else type(e).__name__}') from e
   missing = [name for name in ('sample', 'sample_path', 'energy') if not hasattr(model, name)]
   if missing:
@@ -478,14 +512,13 @@ def export_run(workdir, output=None, path_steps=None, overwrite=False, **load):
   out = outputs.OwnedOutput(output, 'export', overwrite, 'output')
   out.check()  # before any work
   run = trained_run.load_run(workdir, **load)
-  module = build_module(run, path_steps=run_lib.int_list(path_steps, 'path_steps'))
+  module = build_module(run, path_steps=result_files.int_list(path_steps, 'path_steps'))
   with out:  # staged first: a failed export (disk full, Ctrl-C, ...) leaves the old one intact
     save(module, out.staging)
     out.commit()
   s = run.model.sampling
   print(f'Exported step {run.step} of {workdir} to {output}\n'
-        f'  sample(num_samples, seed): K={s.steps}, eps={s.step_size:g}, T={s.temperature:g}, '
-        f'Y0 scale={s.init_scale:g}; images {module.expected_shape} in [-1, 1]\n'
+        f'  sample(num_samples, seed): {s.describe()}; images {module.expected_shape} in [-1, 1]\n'
         f'  sample_path steps: {list(module.path_steps.numpy())}\n'
         f'  energy(images): float32 {module.expected_shape} -> [N]')
   return module

@@ -168,6 +168,17 @@ def adopt_pin(config, workdir, allow_change=False):
     raise ValueError(f'workdir {workdir} was made with the generator {describe_pin(saved)}; this '
                      f'config asks for {describe_pin(gcfg)}; pass --allow_config_change to '
                      'continue it with the new one')
+  elif (gcfg.source == saved.source and asked is None and saved.get('checkpoint') is not None
+        and gcfg.source in ('sngan', 'autoencoder')):
+    # Moved (only the path differs, no checkpoint asked for): the pinned checkpoint, found at the
+    # new path, is the generator; never the newest there without a word.
+    new_path = absolute_path(gcfg.path)
+    if not tf.io.gfile.exists(os.path.join(new_path, 'checkpoints',
+                                           f'ckpt-{saved.checkpoint}.index')):
+      raise PinnedGeneratorGone(new_path, saved.checkpoint)
+    gcfg.checkpoint = saved.checkpoint
+    print(f'The generator of workdir {workdir} moved to {new_path}: continuing with its pinned '
+          f'ckpt-{saved.checkpoint} there (--config.generator.checkpoint=STEP pins another)')
 
 
 def absolute_path(path):

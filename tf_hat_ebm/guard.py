@@ -15,8 +15,6 @@ Only metrics the task reports are watched (SN-GAN and the autoencoder report nei
 import math
 import statistics
 
-ACTIONS = ('auto', 'stop', 'rollback', 'warn', 'off')
-
 
 class RunawayGuard:
   """Feeds on (step, metrics) per chunk; `tripped` after `patience` suspicious chunks in a row."""

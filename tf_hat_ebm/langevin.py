@@ -45,6 +45,19 @@ class ChainSettings:
   def joint(self):
     return self.latent_step_size > 0
 
+  def describe(self):
+    """The chain in one line, as the model card, the export and the FID reports write it: K, the
+    step sizes (eps_y and eps_z of a joint chain), T, Y0's scale, and the drift clip and prior on
+    Y where there is one."""
+    eps = (f'eps_y={self.step_size:g}, eps_z={self.latent_step_size:g}' if self.joint else
+           f'eps={self.step_size:g}')
+    parts = [f'K={self.steps}', eps, f'T={self.temperature:g}', f'Y0 scale={self.init_scale:g}']
+    if self.max_drift is not None:
+      parts.append(f'drift clip={self.max_drift:g}')
+    if self.prior_sigma is not None:
+      parts.append(f'prior sigma={self.prior_sigma:g}')
+    return ', '.join(parts)
+
   @classmethod
   def from_config(cls, cfg):
     """From a config section. A field it does not hold keeps its default, but for max_drift: a

@@ -25,10 +25,14 @@ def check_output_dir(path, overwrite, flag, owned=()):
   """
   if not path:
     raise ValueError(f'--{flag} is empty: give a directory')
+  refuse_dangling_link(path, flag)
   if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
     raise ValueError(f'--{flag}={path} is a file; give a directory')
-  parent, name = os.path.split(os.path.normpath(path))
-  if _is_workdir(path) or (name in WORKDIR_OWN and _is_workdir(parent)):
+  # Resolved through links: a symlink never carries an output into a workdir's own directory.
+  real = os.path.realpath(path) if '://' not in path else path
+  parent, name = os.path.split(os.path.normpath(real))
+  if (_is_workdir(real) or (name in WORKDIR_OWN and _is_workdir(parent))
+      or in_checkpoints(real)):
     raise ValueError(f'--{flag}={path} is a training workdir or one of its own directories '
                      f'({", ".join(WORKDIR_OWN)}): give a directory of its own, e.g. '
                      f'{os.path.join(parent if name in WORKDIR_OWN else path, "generated")}')
@@ -39,6 +43,100 @@ def check_output_dir(path, overwrite, flag, owned=()):
                      f': pass --overwrite to replace this script\'s output there, or choose '
                      'an empty or new directory')
   return entries
+
+
+def in_checkpoints(path):
+  """The `checkpoints/` directory of a training workdir that `path` lies in (through links), or
+  None: nothing but the trainer writes there."""
+  if '://' in path:
+    return None
+  here = os.path.realpath(path)
+  while True:
+    parent = os.path.dirname(here)
+    if os.path.basename(here) == 'checkpoints' and _is_workdir(parent):
+      return here
+    if parent == here:
+      return None
+    here = parent
+
+
+# What each kind of result file starts as: an existing file at a tool's output path is replaced
+# (with --overwrite) only when it is of the kind the tool writes, never a checkpoint or a user's.
+_RESULT_KINDS = {'.png': ('a PNG image', lambda head: head.startswith(b'\x89PNG\r\n\x1a\n')),
+                 '.json': ('a JSON object', lambda head: head.lstrip()[:1] == b'{')}
+
+
+def check_result_file(path, overwrite, flag=None):
+  """Fails unless `path` may take a tool's result file (fid.json, ood.json, a gallery PNG, ...).
+
+  Never a directory, nor a file in a workdir's checkpoints/ (resolved through links); an existing
+  file needs `overwrite`, and even then only a file of the kind the tool writes (by its
+  extension: a PNG, a JSON object) is replaced. Checked before the work; `flag` names the flag.
+  """
+  where = f'--{flag}={path}' if flag else path
+  if not path or tf.io.gfile.isdir(path):
+    raise ValueError(f'{where or "the output file"} is {"a directory" if path else "empty"}: '
+                     'give a file path')
+  ckpt_dir = in_checkpoints(path)
+  if ckpt_dir:
+    raise ValueError(f'{where} lies in the training checkpoints {ckpt_dir}: nothing but the '
+                     'trainer writes there; give a path outside the workdir\'s checkpoints/')
+  if not (os.path.lexists(path) if '://' not in path else tf.io.gfile.exists(path)):
+    return
+  if not overwrite:
+    raise ValueError(f'{where} exists: pass --overwrite to replace it')
+  what, looks_right = _RESULT_KINDS.get(os.path.splitext(path)[1].lower(), (None, None))
+  if what is None:
+    return
+  try:
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      head = f.read(64)
+  except tf.errors.OpError:
+    head = b''  # a dangling link or unreadable file: not one this tool wrote
+  if not looks_right(head):
+    raise ValueError(f'{where} exists and is not {what}, so not a file this command wrote: even '
+                     'with --overwrite only its own files are replaced; move it away, or give '
+                     'another path')
+
+
+class ResultWriter:
+  """One writer per result file: `.<name>.lock` beside it is held for the whole run, and the
+  files are checked (check_result_file) once it is held, so two runs at once (another --seed,
+  neither --overwrite) cannot both write: the second is refused, as a second training is.
+
+    with outputs.ResultWriter([fid_json], overwrite, 'evaluate_fid.py'):
+      ... compute, then write the files ...
+  """
+
+  def __init__(self, paths, overwrite, tool, flag=None):
+    self.paths, self.overwrite, self.flag = list(paths), overwrite, flag
+    directory, name = os.path.split(self.paths[0])
+    self._lock = workdir_lib.WorkdirLock(directory or '.', name=f'.{name}.lock',
+                                         what=f'another {tool} run writing {name}')
+
+  def check(self):
+    for path in self.paths:
+      check_result_file(path, self.overwrite, self.flag)
+
+  def __enter__(self):
+    self.check()  # before the lock: a bad path is an error, not a lock file
+    self._lock.__enter__()
+    try:
+      self.check()  # again, held: another run may have written it since
+    except BaseException:
+      self._lock.__exit__(None, None, None)
+      raise
+    return self
+
+  def __exit__(self, *exc):
+    return self._lock.__exit__(*exc)
+
+
+def refuse_dangling_link(path, flag):
+  """A link to nowhere as an output directory is named as such (not 'a file')."""
+  if os.path.islink(path) and not os.path.exists(path):
+    raise ValueError(f'--{flag}={path} is a dangling symlink (to {os.readlink(path)}): remove it '
+                     'or make its target a directory')
 
 
 def _is_workdir(path):
@@ -105,7 +203,7 @@ class OwnedOutput:
       return {}
     try:
       with tf.io.gfile.GFile(self.manifest) as f:
-        files = json.load(f).get('files', {})
+        files = workdir_lib.parse_json(f.read()).get('files', {})
       if isinstance(files, list):  # a manifest without stats: nothing can be checked
         files = {name: None for name in files}
       return {str(n): files[n] for n in files if _plain_name(str(n), self.script)}
@@ -156,13 +254,28 @@ class OwnedOutput:
     new = {name: stat_of(os.path.join(self.staging, name)) for name in staged}
     workdir_lib.write_atomic(self.journal, json.dumps(
         dict(aside=os.path.basename(aside), old=own, new=new)))
-    for name in own:
-      os.replace(self._entry(name), os.path.join(aside, name))
-    for name in staged:
-      os.replace(os.path.join(self.staging, name), self._entry(name))
-    self._write_manifest(staged)
-    os.remove(self.journal)  # committed: from here on the new output is the one
+    try:
+      for name in own:
+        os.replace(self._entry(name), os.path.join(aside, name))
+      for name in staged:
+        os.replace(os.path.join(self.staging, name), self._entry(name))
+      self._write_manifest(staged)
+      os.remove(self.journal)  # committed: from here on the new output is the one
+    except KeyboardInterrupt:
+      raise KeyboardInterrupt(self._interrupted_swap(aside)) from None
     remove(aside)
+
+  def _interrupted_swap(self, aside):
+    """Ctrl-C amid the renames: rolled back (or completed) at once, else said where the old
+    output waits and which command puts it back."""
+    try:
+      self._recover()
+      state = 'holds the new output in full' if self.written else 'is as it was before this run'
+      return f'interrupted while moving the new output into --{self.flag}={self.path}; it {state}'
+    except (OSError, ValueError, KeyboardInterrupt):
+      return (f'interrupted while moving the new output into --{self.flag}={self.path}: the '
+              f'earlier output waits in {aside}; the same command with --overwrite puts it back '
+              'and writes the new one')
 
   def _write_manifest(self, staged):
     files = {name: stat_of(self._entry(name)) if '://' not in self.path else None
@@ -177,7 +290,7 @@ class OwnedOutput:
       return
     try:
       with open(self.journal) as f:
-        journal = json.load(f)
+        journal = workdir_lib.parse_json(f.read())
       aside_name, old, new = str(journal['aside']), list(journal['old']), dict(journal['new'])
       aside = self._entry(aside_name)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:

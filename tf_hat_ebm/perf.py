@@ -1,13 +1,13 @@
 """How a training step is run, not what it computes: XLA for the whole step (`perf.jit_compile`).
 
-'auto' decides by the platform and the network's size, from benchmarks/step_time.py (docs/speed.md):
-on the project's CPUs XLA:CPU's convolutions ran 3-4x slower than oneDNN's at the batches the
-configs use (16-32), the compile took 80 s for the digits step and over 20 minutes for CIFAR-10's,
-and mixed bfloat16 does not compile; a TPU strategy compiles the step anyway. So 'auto' turns XLA
-on only on a single GPU and for small networks (digits-sized), where it compiles in seconds.
+'auto' decides by the platform and the network's size, from benchmarks/step_time.py (measured in
+docs/speed.md, "XLA"): on the project's CPUs XLA:CPU's convolutions ran slower than oneDNN's at
+the configs' batches, the compile took minutes for CIFAR-10's step, and mixed bfloat16 does not
+compile; a TPU strategy compiles the step anyway. So 'auto' turns XLA on only on a single GPU and
+for small networks (digits-sized), where it compiles in seconds.
 """
+from tf_hat_ebm import validation
 
-JIT_SETTINGS = ('auto', 'on', 'off')
 # 'auto' on a GPU: networks up to this size compile in seconds (digits: 16x16, hat width 32).
 SMALL_IMAGE_SIZE, SMALL_HAT_WIDTH = 32, 64
 
@@ -15,9 +15,9 @@ SMALL_IMAGE_SIZE, SMALL_HAT_WIDTH = 32, 64
 def choose_jit_compile(setting, platform, precision, replicas, image_size, hat_width):
   """(XLA for the whole training step?, why) for perf.jit_compile `setting` on `platform`
   ('CPU', 'GPU' or 'TPU'), the run's Keras `precision` and number of replicas."""
-  if setting not in JIT_SETTINGS:
-    raise ValueError(f'perf.jit_compile must be one of {", ".join(JIT_SETTINGS)}, '
-                     f'not {setting!r}')
+  if setting not in validation.JIT_COMPILE_SETTINGS:
+    raise ValueError(f'perf.jit_compile must be one of '
+                     f'{", ".join(validation.JIT_COMPILE_SETTINGS)}, not {setting!r}')
   if setting == 'on':
     if platform == 'CPU' and precision != 'float32':
       raise ValueError(f'perf.jit_compile=on with {precision} does not compile on a CPU '

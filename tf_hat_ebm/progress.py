@@ -113,7 +113,7 @@ def command(script):
 def run_outputs(workdir, written=(), hat_ebm=True, fid=True):
   """The lines a finished training run ends with: where its outputs are, what to run next.
   `written`: paths of the figures it wrote; hat_ebm: the run holds an energy to sample, export
-  and score; fid: evaluate_fid.py has rows for it."""
+  and score; fid: evaluate_fid.py has samplers for it."""
   figures = sorted(written)
   lines = [f'Outputs in {workdir}:',
            f'  checkpoints  {os.path.join(workdir, "checkpoints")}',
@@ -136,3 +136,83 @@ def run_outputs(workdir, written=(), hat_ebm=True, fid=True):
               f'  {command("export")} --workdir={workdir}    # a SavedModel in '
               f'{os.path.join(workdir, "saved_model")}']
   return '\n'.join(lines)
+
+
+# ---- Output is a side channel -------------------------------------------------------------------
+class SideChannel:
+  """sys.stdout / sys.stderr that goes quiet when its reader leaves, instead of raising.
+
+  A closed pipe (`... | head`), a closed descriptor (`1>&-`, some daemons and cron) or a closed
+  file must never stop a run or cost it a checkpoint: the first failed write turns the stream off,
+  and its descriptor is pointed at /dev/null so that Python's flush at exit, TensorFlow's C++ logs
+  and later child processes write nowhere instead of failing.
+  """
+
+  def __init__(self, stream):
+    self._stream = self._raw = stream  # _raw kept: its garbage collection would close the fd
+    self.failed = stream is None
+
+  def _off(self):
+    stream, self._stream, self.failed = self._stream, None, True
+    try:
+      fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+      return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+  def _call(self, name, *args):
+    if self._stream is None:
+      return None
+    try:
+      return getattr(self._stream, name)(*args)
+    except (OSError, ValueError):  # EPIPE, EBADF, EIO; ValueError: I/O on a closed file
+      self._off()
+      return None
+
+  def write(self, text):
+    self._call('write', text)
+    return len(text)
+
+  def flush(self):
+    self._call('flush')
+
+  def isatty(self):
+    return bool(self._call('isatty'))
+
+  def __getattr__(self, name):  # encoding, fileno, buffer, ... of the stream while it is on
+    if self._stream is None:
+      raise AttributeError(f'{name} of a closed output')
+    return getattr(self._stream, name)
+
+
+def _open_standard_descriptors():
+  """Descriptors 0-2 that were closed are opened on /dev/null: otherwise the next file opened
+  (a checkpoint, a sample file) would take the number and receive whatever is printed."""
+  for fd in (0, 1, 2):
+    try:
+      os.fstat(fd)
+    except OSError:
+      opened = os.open(os.devnull, os.O_RDWR)
+      if opened != fd:
+        os.dup2(opened, fd)
+        os.close(opened)
+
+
+def guard_output():
+  """Makes sys.stdout and sys.stderr side channels (once per process; commands call it first)."""
+  _open_standard_descriptors()
+  for name in ('stdout', 'stderr'):
+    # Only the process's own streams: a caller's replacement (a test's capture) is left as it is.
+    if getattr(sys, name) is getattr(sys, f'__{name}__'):
+      setattr(sys, name, SideChannel(getattr(sys, name)))
+  # Log handlers made before (absl's, Python's) hold the raw streams: give them the guarded ones.
+  import logging  # pylint: disable=g-import-not-at-top
+  handlers = logging.getLogger().handlers + logging.getLogger('absl').handlers
+  if 'absl.logging' in sys.modules:
+    handlers.append(sys.modules['absl.logging'].get_absl_handler().python_handler)
+  for handler in handlers:
+    for raw, guarded in ((sys.__stdout__, sys.stdout), (sys.__stderr__, sys.stderr)):
+      if raw is not None and getattr(handler, 'stream', None) is raw:
+        handler.stream = guarded

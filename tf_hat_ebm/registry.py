@@ -1,7 +1,8 @@
 """The kinds of experiment: one `Kind` per value of config.experiment, holding everything that
 differs by kind: its contract (defaults, task, inference model, export module, the fields that
-block a resume) and the hooks the tools ask of it (FLOP formula, FID rows, test sizes, ...), each
-typed by its tool. Scripts, benchmarks and tests ask it.
+block a resume) and the hooks the tools ask of it (FLOP formula, samplers, ...), each typed by its
+tool. Kinds only: a test's sizes live with the tests (tests/conftest.py), a benchmark's variants
+with the benchmark (benchmarks/step_time.py).
 
 A kind outside this file is a module path: config.experiment = 'package.module' names a module
 that defines `KIND = registry.Kind(name='package.module', ...)` (docs/code.md). It is imported
@@ -29,13 +30,13 @@ class Kind:
   the tools ask of it, each hook named and typed by the tool that uses it:
 
     flops           flops.StepFlops ('module:function'; step_time.py: GFLOP/s)
-    fid_rows        evaluation.fid.FidRows ('module:function'; tf-hat-ebm-evaluate-fid)
-    fid_run         evaluation.fid.LoadRun ('module:function': a run without an inference model)
+    samplers        evaluation.samplers.Samplers ('module:function'; what tf-hat-ebm-evaluate-fid
+                    scores)
+    sampler_run     evaluation.samplers.LoadRun ('module:function': a run without an inference
+                    model)
     baselines       evaluation.compare.Baselines (bool: the generator alone and DDLS apply)
     release         release_import.Release ('conditional' or 'joint': the release's model type)
     grid_labels     summaries.GridLabels (panel labels of the training grids)
-    speed_variants  benchmarks/step_time.py's SpeedVariants (its `perf` variants)
-    tiny            tests/conftest.py's Tiny (config overrides that shrink a run to seconds)
   A hook a kind lacks means the tool does not apply (or uses its default).
   """
   name: str
@@ -100,24 +101,17 @@ KINDS = {k.name: k for k in (
          f'{_SYNTH}:inference_model', 'tf_hat_ebm.export:ConditionalHatEBMModule',
          structural=('training.bank_size', 'training.generator_update', 'langevin.temperature'),
          hooks=dict(flops='tf_hat_ebm.flops:synthesis',
-                    fid_rows='tf_hat_ebm.evaluation.rows:synthesis', release='conditional',
-                    speed_variants=('baseline', 'default', 'release', 'fast', 'bf16', 'xla',
-                                    'xla_step'),
-                    tiny={'training.bank_size': 16})),
+                    samplers='tf_hat_ebm.evaluation.samplers:synthesis', release='conditional')),
     Kind('joint', 'tf_hat_ebm.config:joint_defaults', f'{_JOINT}:JointTask',
          f'{_JOINT}:inference_model', 'tf_hat_ebm.export:JointHatEBMModule',
          structural=('langevin.temperature',),
-         hooks=dict(flops='tf_hat_ebm.flops:joint', fid_rows='tf_hat_ebm.evaluation.rows:joint',
-                    baselines=True, release='joint',
-                    speed_variants=('baseline', 'default', 'fast', 'bf16', 'xla_step'),
-                    tiny={'training.num_steps': 2, 'training.sample_every': 2,
-                          'optim.hat_lr': 1e-3})),
+         hooks=dict(flops='tf_hat_ebm.flops:joint',
+                    samplers='tf_hat_ebm.evaluation.samplers:joint',
+                    baselines=True, release='joint')),
     Kind('sngan', 'tf_hat_ebm.config:sngan_defaults', 'tf_hat_ebm.tasks.sngan:SNGANTask',
-         hooks=dict(fid_rows='tf_hat_ebm.evaluation.rows:sngan',
-                    fid_run='tf_hat_ebm.evaluation.rows:load_sngan_run',
-                    grid_labels={'x': 'SN-GAN samples G(z)'},
-                    tiny={'training.n_dis': 2, 'training.num_steps': 2,
-                          'training.sample_every': 2})),
+         hooks=dict(samplers='tf_hat_ebm.evaluation.samplers:sngan',
+                    sampler_run='tf_hat_ebm.evaluation.samplers:load_sngan_run',
+                    grid_labels={'x': 'SN-GAN samples G(z)'})),
     Kind('autoencoder', 'tf_hat_ebm.config:autoencoder_defaults',
          'tf_hat_ebm.tasks.autoencoder:AutoencoderTask',
          hooks=dict(grid_labels={'x': 'reconstructions of test images',

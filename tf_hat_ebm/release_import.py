@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import nets
 from tf_hat_ebm import registry
+from tf_hat_ebm import workdir as workdir_lib
 
 # A kind's `release` hook (registry.Kind.hooks): the type of the release's model its runs hold.
 Release = Literal['conditional', 'joint']
@@ -130,7 +131,7 @@ def _imported(workdir, request):
     return False
   try:
     with tf.io.gfile.GFile(os.path.join(workdir, RECORD)) as f:
-      done = json.load(f) == request
+      done = workdir_lib.parse_json(f.read()) == request
   except (tf.errors.OpError, ValueError):
     done = False
   if tf.train.latest_checkpoint(os.path.join(workdir, 'checkpoints')):
@@ -291,6 +292,9 @@ def _joint(config, step, hat, request, workdir, generator, decoder, encoder, gen
     here.generator.path = os.path.abspath(gen_staging or generator_workdir)
     model = registry.for_config(config).inference_model(here)
     model.hat.set_weights(hat_model.get_weights())
+    # The pin the load recorded (its checkpoint, the weights' fingerprint), as a training would.
+    config.generator.checkpoint = here.generator.get('checkpoint')
+    config.generator.fingerprint = here.generator.get('fingerprint', '')
     _write_workdir(staging, config, step, model.checkpoint_items(), request)
     _move_in(staging, workdir)
   if gen_staging and not nested:

@@ -59,7 +59,7 @@ def summary_line(summary):
           f'loop {s["tracing_s"]:.1f} s')
 
 
-class Run:
+class RunRecord:
   """Clock and record of one training process in a workdir; `write=False` on non-chief workers."""
 
   def __init__(self, workdir, write=True, log=print):
@@ -117,7 +117,7 @@ class Run:
     with tf.io.gfile.GFile(self.path) as f:
       text = f.read()
     try:
-      runs = json.loads(text)['runs']
+      runs = workdir_lib.parse_json(text)['runs']
     except (ValueError, KeyError, TypeError) as e:
       raise ValueError(f'{self.path} is not a run record ({e}); move it out of the workdir') from e
     return list(runs)

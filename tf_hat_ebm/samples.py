@@ -15,7 +15,7 @@ from tf_hat_ebm import export
 from tf_hat_ebm import figures
 from tf_hat_ebm import outputs
 from tf_hat_ebm import progress as progress_lib
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import result_files
 from tf_hat_ebm import trained_run
 from tf_hat_ebm import workdir as workdir_lib
 
@@ -82,6 +82,14 @@ def check_space(output_dir, num_samples, image_shape):
                      'ask for fewer --num_samples')
 
 
+def chain_steps(model):
+  """K of the model's sampling chain (recorded in every export's chain_settings), or '?'."""
+  try:
+    return int(model.chain_settings['steps'].numpy())
+  except (AttributeError, KeyError, TypeError):
+    return '?'
+
+
 def run_name(path):
   """The name a figure title gives a workdir or SavedModel: its last path component, not the
   absolute path (which says where it lies, not what it is)."""
@@ -100,6 +108,12 @@ def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_c
   parts = {k: os.path.join(output_dir, f'.{k}.npy') for k in ARRAYS}
   arrays, written = None, []
   progress = progress_lib.Progress(num_samples, unit='samples') if verbose else None
+  steps = chain_steps(model)
+  if verbose:  # a long chain shows nothing until its batch ends: say what is coming
+    count = -(-num_samples // batch_size)
+    print(f'drawing {num_samples} samples: {count} batch{"es" if count > 1 else ""} of up to '
+          f'{batch_size} chains of {steps} Langevin steps (sampling.steps); a line per batch',
+          flush=True)
   for start, batch in batches(model, num_samples, batch_size, seed):
     if arrays is None:  # the image shape is known from the first batch
       shape = batch['images'].shape[1:]
@@ -127,6 +141,9 @@ def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_c
       os.remove(part)
   written.append(npz)
 
+  if verbose:
+    print(f'the Langevin path figure: {path_chains} more chains of {steps} steps (--path_chains; '
+          f'{progress_lib.duration(progress.clock() - progress.t0)} for the samples)', flush=True)
   path = model.sample_path(num_samples=path_chains, seed=seed)
   figure_path = os.path.join(output_dir, 'langevin_path.png')
   meta = path_figure(model, path, f'Langevin chains: {source}, seed {seed}', figure_path,
@@ -178,7 +195,7 @@ def sample_run(workdir=None, saved_model=None, output=None, num_samples=100, see
   out.check()  # before the model is loaded
   if workdir:
     run = trained_run.load_run(workdir, **load)
-    model = export.build_module(run, path_steps=run_lib.int_list(path_steps, 'path_steps'))
+    model = export.build_module(run, path_steps=result_files.int_list(path_steps, 'path_steps'))
     step, source = run.step, f'step {run.step} of {run_name(workdir)}'
   else:
     model, step, source = (export.load_saved_model(saved_model, 'saved_model'), 0,
@@ -202,7 +219,11 @@ def gallery(workdir, out='docs/gallery.png', num=36, path_chains=3, seed=0, over
   """tf-hat-ebm-gallery: the README's figure, `num` samples X = G(Z) + Y, G(Z) and Y of the
   run's sampling chain as three labelled panels, the Langevin path of `path_chains` chains
   below them, in one PNG `out`. Returns the image [height, width, 4]."""
-  run_lib.check_output_file(out, overwrite)
+  with outputs.ResultWriter([out], overwrite, 'gallery.py', 'out'):
+    return _gallery(workdir, out, num, path_chains, seed, load)
+
+
+def _gallery(workdir, out, num, path_chains, seed, load):
   run = trained_run.load_run(workdir, **load)
   module = export.build_module(run)
   drawn = module.sample(num_samples=num, seed=seed)

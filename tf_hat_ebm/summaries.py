@@ -64,15 +64,31 @@ SCALARS = {
     'test_mse': ('eval', 'reconstruction MSE on the test split, >= 0; near train_mse unless '
                  'the autoencoder overfits.'),
 }
-# What the evaluation scripts log under eval/ (OOD AUROCs are described per set).
-EVAL = {
-    'fid_hat_ebm': 'FID of the Hat EBM samples X = G(Z) + Y against the train split '
-                   '(evaluate_fid.py, mean over its runs): >= 0, lower is better.',
-    'fid_generator': 'FID of the generator alone G(Z) (evaluate_fid.py): the Hat EBM should be '
-                     'lower.',
-    'fid_ddls': 'FID of DDLS samples from the same latents (evaluate_fid.py).',
-    'fid_data_test_vs_train': 'FID of the test split against the train split: the floor.',
-}
+
+
+def eval_scalars(result):
+  """What tf-hat-ebm-evaluate-fid logs under eval/ of an evaluation.result.EvalResult:
+  <metric>_<method> (the mean over its sample sets) and <metric>_data_test_vs_train."""
+  values = {f'{metric}_{method}': result.mean(metric, method)
+            for metric in result.metrics for method in result.methods
+            if result.sets(metric, method)}
+  return {**values, **{f'{metric}_data_test_vs_train': v for metric, v in result.data.items()}}
+
+
+def eval_descriptions(result):
+  """The description of each of eval_scalars(result), from the result's labels."""
+  out = {}
+  for metric, shown in result.metrics.items():
+    against = f'against {result.reference}'
+    how = (f'(evaluate_fid.py, mean over {result.runs} sample sets of {result.num_samples}), '
+           f'{shown.better} is better: {shown.description}')
+    out.update({f'{metric}_{method}': f'{shown.label} of {label} {against} {how}'
+                for method, label in result.methods.items()})
+    out[f'{metric}_data_test_vs_train'] = (f'{shown.label} of the {result.data_split} split '
+                                           f'{against}: what real data scores')
+  return out
+
+
 LR_DESCRIPTION = ('learning rate of the {net} optimizer now (schedule times the rollback factor), '
                   '> 0.')
 

@@ -9,6 +9,7 @@ import dataclasses
 import os
 from typing import Any, Optional
 
+from absl import logging
 import ml_collections
 import tensorflow as tf
 
@@ -39,10 +40,11 @@ def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpo
   workdir/checkpoints, or a checkpoint path; default: the latest).
 
   A joint run's generator is the one pinned in its config.json (other weights are an error unless
-  `allow_other_generator`); a generator factory or a kind outside the library that it names is
-  code, imported only if `trust_code`. `generator_path` / `generator_checkpoint` load it from
-  where it is now (moved), or from another of its checkpoints (which needs
-  `allow_other_generator`: other weights).
+  `allow_other_generator`); a generator factory, a SavedModel generator (a graph of any ops) or
+  a kind outside the library that it names is code, loaded only if `trust_code` (or, for the
+  generator, when the caller names it as `generator_path`). `generator_path` /
+  `generator_checkpoint` load it from where it is now (moved), or from another of its
+  checkpoints (which needs `allow_other_generator`: other weights).
   """
   config = load_config(workdir, trust_code)
   gen = config.get('generator')
@@ -52,7 +54,7 @@ def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpo
   if kind.inference is None:
     raise ValueError(f'workdir {workdir} holds a {kind.name!r} run; loadable experiments: '
                      f'{", ".join(registry.loadable())}')
-  path = checkpoints.resolve_checkpoint(workdir, checkpoint)
+  checkpoints.resolve_checkpoint(workdir, checkpoint)  # a missing one named before any build
   with (strategy or tf.distribute.get_strategy()).scope():
     try:
       model = kind.inference_model(config)
@@ -68,13 +70,36 @@ def load_run(workdir, strategy: Optional[tf.distribute.Strategy] = None, checkpo
     other = gen.fingerprint if gen.fingerprint != trained else None
     gen.fingerprint = trained
   step = tf.Variable(0, dtype=tf.int64, trainable=False)
-  others = [s for s in checkpoints.list_checkpoints(os.path.join(workdir, 'checkpoints'))
-            if not path.endswith(f'ckpt-{s}')]
-  checkpoints.restore(path, dict(step=step, **model.checkpoint_items()),
-                      f'a {kind.name} model built from its config.json',
-                      f'; try --checkpoint={others[-1]}' if others else '')
+  path = _restore(workdir, checkpoint, dict(step=step, **model.checkpoint_items()),
+                  f'a {kind.name} model built from its config.json')
   return Run(config=config, model=model, step=int(step.numpy()), checkpoint=path, workdir=workdir,
              kind=kind, other_generator=other)
+
+
+ROTATION_RETRIES = 3  # a training writing a checkpoint every few seconds: plenty
+
+
+def _restore(workdir, checkpoint, items, what):
+  """Restores `items` from `checkpoint` (default: the latest); its path.
+
+  A training that keeps few checkpoints (training.keep_checkpoints) may delete the latest while
+  it is read: then the new latest is read instead, a few times at most, and a warning says so.
+  """
+  for attempt in range(ROTATION_RETRIES + 1):
+    path = checkpoints.resolve_checkpoint(workdir, checkpoint)
+    others = [s for s in checkpoints.list_checkpoints(os.path.join(workdir, 'checkpoints'))
+              if not path.endswith(f'ckpt-{s}')]
+    try:
+      checkpoints.restore(path, items, what, f'; try --checkpoint={others[-1]}' if others else '',
+                          shapes_from=os.path.join(workdir, 'config.json'))
+      return path
+    except ValueError:
+      gone = not (tf.io.gfile.exists(path + '.index') and tf.io.gfile.glob(path + '.data-*'))
+      if checkpoint is not None or not gone or attempt == ROTATION_RETRIES:
+        raise
+      logging.warning('%s was deleted while it was read (the training rotates its checkpoints, '
+                      'training.keep_checkpoints): reading the latest one again', path)
+  raise AssertionError('unreachable')
 
 
 def _generator_flags(config, workdir, trust_code, allow_other, path, checkpoint):
@@ -86,11 +111,17 @@ def _generator_flags(config, workdir, trust_code, allow_other, path, checkpoint)
       raise ValueError(f'--generator_path / --generator_checkpoint apply to joint runs; '
                        f'{workdir} holds a {config.get("experiment")} run')
     return None
-  if gen.source == 'factory' and not trust_code:
+  if gen.source == 'factory' and not trust_code and not path:
     # A workdir is data: opening one must not run code the user did not ask for.
     raise ValueError(f'{os.path.join(workdir, "config.json")} names the generator factory '
                      f'{gen.path!r}, code that loading this run would import and call; pass '
                      '--trust_workdir_code if you trust this workdir')
+  if gen.source == 'savedmodel' and not trust_code and not path:
+    # A SavedModel's graph can hold any op (file writes, ...): loading it runs them.
+    raise ValueError(f'{os.path.join(workdir, "config.json")} names the SavedModel generator '
+                     f'{gen.path}, a graph whose ops loading this run would run; pass '
+                     f'--generator_path={gen.path} if it is yours, or --trust_workdir_code if '
+                     'you trust this workdir')
   if path:
     gen.path = generators.absolute_path(path)
   if checkpoint is not None:

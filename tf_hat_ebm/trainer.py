@@ -131,7 +131,8 @@ class Trainer:
               if chief else tf.summary.create_noop_writer())
     self.report = summaries.RunReport(self.task, self.config, self.workdir, writer, chief)
     self.report.start(step)
-    progress = ([actions_lib.Progress(self.task, end, step)] if self.verbose and chief else [])
+    progress = ([actions_lib.TrainingProgress(self.task, end, step)]
+                if self.verbose and chief else [])
     every = actions_lib.Every
     return writer, [
         self.guard, *progress,
@@ -156,7 +157,7 @@ class Trainer:
       return self._train(end)
 
   def _train(self, end):
-    run = run_record.Run(self.workdir, write=self.is_chief, log=self._log)
+    run = run_record.RunRecord(self.workdir, write=self.is_chief, log=self._log)
     if self.is_chief:
       workdir_lib.clean_orphans(self.workdir, [self.ckpt_dir, os.path.join(self.ckpt_dir,
                                                                            'archive')],
@@ -213,7 +214,7 @@ class Trainer:
       kind = registry.for_config(self.config)
       self._log(progress.run_outputs(self.workdir, self.report.written,
                                      hat_ebm=kind.inference is not None,
-                                     fid=kind.hook('fid_rows') is not None))
+                                     fid=kind.hook('samplers') is not None))
     return metrics
 
   def _stop(self, step):

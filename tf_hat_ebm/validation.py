@@ -12,7 +12,6 @@ never runs. Each error is one ValueError naming the field (and the file, for a c
 import math
 
 from tf_hat_ebm import config as config_lib
-from tf_hat_ebm import guard as guard_lib
 
 OPTIONAL_FLOATS = config_lib.OPTIONAL_FLOATS  # None: off
 FLOAT32_MAX = 3.4028234663852886e38
@@ -30,10 +29,15 @@ RESIZE_METHODS = ('bilinear', 'nearest', 'bicubic', 'area', 'lanczos3', 'lanczos
                   'mitchellcubic')  # tf.image.resize's
 LR_DECAYS = ('linear', 'constant')
 INITS = ('glorot', 'mimicry')
+GUARD_ACTIONS = ('auto', 'stop', 'rollback', 'warn', 'off')  # training.guard.action (guard.py)
+JIT_COMPILE_SETTINGS = ('auto', 'on', 'off')  # perf.jit_compile (perf.py)
+FEATURE_NETS = ('inception', 'classifier')  # the FID's features (--feature_net)
 # Sane upper bounds: far above any run the paper or the release made, far below what overflows
 # TensorFlow's int32 shapes or float32, or would run for days before the first line is printed.
 MAX_SEED = 2**31 - 1
-MAX_CHAIN_STEPS = 100_000
+# A chain a user can wait for: 28x the longest a config runs (350), minutes on a CPU.
+MAX_CHAIN_STEPS = 10_000
+MAX_LOOP_STEPS = 100_000  # training.steps_per_loop: steps per host call
 MAX_STEP_SIZE = 100.0
 MAX_SCALE = 1e6       # temperatures, drift clips, prior sigmas, loss factors
 MAX_WIDTH = 4096
@@ -213,7 +217,7 @@ def check_training(t, source=None):
 
   check_number('training.batch_size', t.get('batch_size'), 1, MAX_BATCH, integer=True,
                source=source)
-  for key, high in (('steps_per_loop', MAX_CHAIN_STEPS), ('keep_checkpoints', 10_000),
+  for key, high in (('steps_per_loop', MAX_LOOP_STEPS), ('keep_checkpoints', 10_000),
                     ('num_grid_samples', 10_000), ('bank_size', MAX_COUNT), ('n_dis', 1000),
                     ('eval_examples', MAX_COUNT)):
     if key in t:
@@ -231,7 +235,7 @@ def check_training(t, source=None):
     number('rollback_lr_factor', 0, high=1, strict_low=True, strict_high=True)
   g = t.get('guard')
   if g is not None:
-    _check_choice('training.guard.action', g.get('action'), guard_lib.ACTIONS, source)
+    _check_choice('training.guard.action', g.get('action'), GUARD_ACTIONS, source)
     for key, low in (('patience', 1), ('window', 1), ('warmup', 0), ('trend_window', 0),
                      ('early', 0)):
       if key in g or key in ('patience', 'window', 'warmup'):  # trend fields: newer configs
@@ -309,6 +313,8 @@ def check_data_and_model(config, source=None):
   perf = config.get('perf') or {}
   if 'precision' in perf:
     _check_choice('perf.precision', perf.precision, ('auto',) + PRECISIONS, source)
+  if 'jit_compile' in perf:
+    _check_choice('perf.jit_compile', perf.jit_compile, JIT_COMPILE_SETTINGS, source)
 
 
 def check_generator(config, source=None):
@@ -319,9 +325,13 @@ def check_generator(config, source=None):
   for i, d in enumerate(gen.get('latent_shape') or ()):
     check_number(f'generator.latent_shape[{i}]', d, 1, MAX_Z_DIM, integer=True, source=source)
   output_range = tuple(gen.get('output_range') or (-1.0, 1.0))
-  if (len(output_range) != 2 or not all(isinstance(v, (int, float)) for v in output_range)
+  # Finite and bounded: the map to [-1, 1] divides by high - low (Inf made NaN samples).
+  if (len(output_range) != 2
+      or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                 and math.isfinite(v) and abs(v) <= MAX_SCALE for v in output_range)
       or not output_range[0] < output_range[1]):
-    _fail('generator.output_range', 'two numbers low < high', gen.output_range, source)
+    _fail('generator.output_range', f'two finite numbers low < high, each within +-{MAX_SCALE:g}',
+          gen.output_range, source)
   if gen.get('checkpoint') is not None:
     check_number('generator.checkpoint', gen.checkpoint, 0, MAX_STEPS, integer=True,
                  optional=True, source=source)

@@ -91,7 +91,7 @@ class WorkdirLock:
 def _read_lock(path):
   try:
     with open(path) as f:
-      owner = json.load(f)
+      owner = parse_json(f.read())
     return owner if isinstance(owner, dict) else {}
   except (OSError, ValueError):
     return {}  # garbled or half-written: treated as a lock of this host whose pid is gone
@@ -178,13 +178,14 @@ def load_config(workdir, defaults=None, trust_code=False):
   except (tf.errors.OpError, UnicodeDecodeError) as e:
     raise ValueError(f'cannot read {path}: {getattr(e, "message", e)}') from e
   try:
-    config = json.loads(text)
+    config = parse_json(text)
   except ValueError as e:
     raise ValueError(f'{path} is not valid JSON ({e}): restore it from a copy, or rewrite it from '
                      'the training config (ConfigDict.to_json_best_effort)') from e
   if not isinstance(config, dict):
     raise ValueError(f'{path} holds a JSON {type(config).__name__}, not a config object')
   check_kind(path, config.get('experiment', 'synthesis'), trust_code)
+  check_pin(workdir, path, config)
   # Without `defaults`, the registered kind's: every read-back config is checked field by field.
   kind_defaults = (defaults or registry.Kind.defaults_of)(config.get('experiment', 'synthesis'))
   if kind_defaults is not None:
@@ -212,6 +213,18 @@ def check_kind(path, name, trust_code):
                      '--trust_workdir_code if you trust this workdir (known kinds: '
                      f'{", ".join(registry.KINDS)})')
   registry.get(name)  # the user's own code: imported, its KIND registered
+
+
+def check_pin(workdir, path, config):
+  """Refuses an empty generator.fingerprint in the config.json of a run that trained (has
+  checkpoints): every such run recorded one, and an empty one would turn the pin off."""
+  gen = config.get('generator')
+  if (isinstance(gen, dict) and gen.get('fingerprint') == ''
+      and checkpoints.checkpoint_steps(os.path.join(workdir, 'checkpoints'))):
+    raise ValueError(f'{path}: generator.fingerprint is empty, but this run recorded the weights '
+                     'of its generator there (edited?): restore it from a copy of config.json; to '
+                     'load whatever generator is there now, set any 16 hex digits and pass '
+                     '--allow_other_generator')
 
 
 def fill_missing(config, defaults, prefix=''):
@@ -262,6 +275,16 @@ def check_config(workdir, config, ckpt_dir, kind, allow_change=False):
     raise ValueError(f'workdir {workdir} was made by a different config '
                      f'({"; ".join(changed)}); use a new --workdir, or '
                      '--allow_config_change to resume anyway')
+
+
+def parse_json(text):
+  """json.loads(text); a document nested too deeply for Python's parser (a RecursionError) is
+  malformed JSON like any other: a ValueError, which every reader turns into one line naming
+  the file."""
+  try:
+    return json.loads(text)
+  except RecursionError:
+    raise ValueError('nested too deeply to be read') from None
 
 
 def write_atomic(path, content):

@@ -3,12 +3,11 @@
   python experiments/train_sngan.py && python experiments/train_refinement.py
 The paper's CIFAR-10 refinement (hat lr 1e-5, T 1e-3, prior sigma 0.25, drift clip 2.5) with its
 Langevin time per chain: K = 20 instead of 250 (training) and 350 (sampling), so each step size is
-the paper's times sqrt(K_paper / K) and K eps^2 / 2 stays the paper's. Runs of batch 32 (paper
-128), 6,000 steps: 3x the first default (2,000), with the hat lr dropped to 1e-6 after step 2,000;
-seeds 0, 1 and 2 scored 6.78, 11.11 and 10.72 at 6,000 (7.65, 13.11 and 11.30 at 2,000; 2 x 2,000
-samples, guard silent; docs/results.md), over the first 1,200-step SN-GAN (not over today's).
-Cost: ~30 min on one idle core (one intra-op thread, ~3 steps/s); its FID with DDLS 6 min
-(2 x 1,000 samples). Settings: docs/digits_settings.md.
+the paper's times sqrt(K_paper / K) and K eps^2 / 2 stays the paper's. Runs of batch 32 (paper 128),
+6,000 steps, 3x the first default (2,000); the hat lr drops to 1e-6 after step 2,000.
+Expected: the Hat EBM's FID several times below the SN-GAN's and DDLS's on every seed. The
+measured FIDs and cost: docs/digits_settings.md (Expected results and cost) and docs/results.md;
+every setting against the paper's: docs/digits_settings.md.
 """
 import math
 

@@ -1,11 +1,11 @@
 """Embedded default: synthesis Hat EBM on the scikit-learn digits at 16x16, minutes on 2 CPU cores.
 
   python experiments/train_synthesis.py
-6,000 steps: 3x the first default (2,000), where the FID still fell on seeds 0-2 (X = G(Z) + Y
-12.77 / 7.66 / 5.35 at 2,000, 2.96 / 3.50 / 2.17 at 6,000; digits classifier, 2 x 2,000 samples;
-docs/results.md). Data noise 0.03 hides the bilinear upscaling grid the hat would learn, and a
-1,000-entry bank keeps the generator's targets ~30 steps old (1,000 / 32 per step; docs/
-experiments.md: both ran away without). Settings: docs/digits_settings.md.
+6,000 steps (3x the first default, 2,000).
+Expected: the FID of X = G(Z) + Y below its generator G(Z)'s on every seed (digits classifier);
+the measured FIDs and cost: docs/digits_settings.md (Expected results and cost).
+Data noise 0.03 hides the bilinear upscaling grid the hat would learn, and a 1,000-entry bank keeps
+the generator's targets ~30 steps old (docs/experiments.md: both ran away without).
 """
 from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import registry

@@ -39,4 +39,4 @@ KIND = registry.Kind(
     export='tf_hat_ebm.export:ConditionalHatEBMModule', structural=('langevin.temperature',),
     # What the tools ask of it, each typed by its tool (registry.Kind lists them).
     hooks=dict(flops='toykind.frozen_synthesis:step_flops',  # flops.StepFlops
-               fid_rows='tf_hat_ebm.evaluation.rows:synthesis'))  # evaluation.fid.FidRows
+               samplers='tf_hat_ebm.evaluation.samplers:synthesis'))  # samplers.Samplers

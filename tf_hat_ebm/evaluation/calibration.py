@@ -17,7 +17,8 @@ import numpy as np
 import tensorflow as tf
 
 from tf_hat_ebm import data as data_lib
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import outputs
+from tf_hat_ebm import result_files
 from tf_hat_ebm import trained_run
 from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
@@ -166,6 +167,9 @@ def _sample_files(entries):
     if not eq or not label or not path:
       raise ValueError(f'--samples entry {entry!r}: give label=path/to/samples.npz')
     out.append((label, path))
+  repeated = sorted({label for label, _ in out if [x for x, _ in out].count(label) > 1})
+  if repeated:  # one entry per label: a label is covered or missing, never both
+    raise ValueError(f'--samples repeats the label {", ".join(repeated)}: give each model once')
   return out
 
 
@@ -174,7 +178,11 @@ def calibrate_command(workdir, output, num=1000, runs=3, samples=(), feature_cac
   """tf-hat-ebm-calibrate-fid: `calibrate` for the dataset of `workdir`'s run, and `coverage`
   of each label=samples.npz in `samples`; writes `output` (JSON)."""
   files = _sample_files(samples)
-  run_lib.check_output_file(output, overwrite)
+  with outputs.ResultWriter([output], overwrite, 'calibrate_fid.py', 'output'):
+    _calibrate(workdir, output, num, runs, files, feature_cache_dir)
+
+
+def _calibrate(workdir, output, num, runs, files, feature_cache_dir):
   data_cfg = trained_run.load_config(workdir).data
   if data_cfg.name != 'digits':
     raise ValueError(f'--workdir={workdir} is a {data_cfg.name} run: the calibration uses the '
@@ -191,7 +199,7 @@ def calibrate_command(workdir, output, num=1000, runs=3, samples=(), feature_cac
     with np.load(path) as npz:
       found[label] = dict(coverage(npz['images'], net, data_cfg, cal), num=len(npz['images']))
   os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
-  run_lib.write_json(output, dict(calibration=cal, coverage=found, missing=missing))
+  result_files.write_json(output, dict(calibration=cal, coverage=found, missing=missing))
   floor = cal['floor']
   print(f'FID at N = {num}: floor {floor["mean"]:.2f} ± {floor["std"] or 0:.2f} '
         f'({floor["method"]}), memorisation bound {cal["memorisation"]["mean"]:.2f}, missing class '

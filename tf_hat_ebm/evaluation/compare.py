@@ -2,24 +2,22 @@
 
 Every method starts from the same latents Z0 ~ N(0, I): the generator alone G(Z0); DDLS (Langevin
 in z on ||z||^2/2 - D(G(z)), when the generator comes with a discriminator); the Hat EBM's joint
-chain, X = G(Z_K) + Y_K. On the digits, `digits_table` scores each method (small-data FID with the
-digits classifier's features, and digits_eval's scores) with the real test digits as reference.
+chain, X = G(Z_K) + Y_K (samplers.joint). On the digits, `digits_scores` scores each method (every
+metric with the digits classifier's features, and digits_eval's scores) beside the real test
+digits.
 """
 import os
 
-import numpy as np
-import tensorflow as tf
-
 from tf_hat_ebm import digits_eval
-from tf_hat_ebm import export
 from tf_hat_ebm import figures
-from tf_hat_ebm import langevin
 from tf_hat_ebm import outputs
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import result_files
 from tf_hat_ebm import trained_run
-from tf_hat_ebm import samples as samples_lib
+from tf_hat_ebm.evaluation import evaluate
 from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
+from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm.evaluation import samplers
 
 # A kind's `baselines` hook (registry.Kind.hooks): its chain starts from a frozen generator's
 # latents, so the generator alone (and DDLS) stand beside the Hat EBM.
@@ -30,89 +28,51 @@ LABELS = {'generator': 'generator alone G(Z0)', 'ddls': 'DDLS (Langevin in z)',
           'hat_ebm': 'Hat EBM X = G(Z_K) + Y_K'}
 
 
-def make_sampler(run, baselines=True):
-  """f(z0, seed) -> {'generator', 'ddls' (when G comes with a discriminator), 'hat_ebm'} tensors
-  of a restored joint run (trained_run.load_run); only {'hat_ebm'} without `baselines`.
-
-  Every method starts from the same Z0; the chains' noise comes from a generator seeded `seed`.
-  The Hat EBM samples through the exported module's chain: what export.py saves is what is scored.
-  """
-  model = run.model
-  module = export.build_module(run)
-  ddls = langevin.ChainSettings.from_config(run.config.ddls)
-  rng = tf.random.Generator.from_seed(0)
-
-  @tf.function
-  def sample(z0, seed):
-    rng.reset_from_seed(seed)
-    # G alone sees the chain's Z0 (on the decoder's sphere when the chain keeps Z there).
-    out = {}
-    if baselines:
-      z_start = langevin.initial_latent(model.generator, rng, model.sampling, z0=z0)
-      out['generator'] = langevin.generate(model.generator, z_start)
-    if baselines and model.discriminator is not None:
-      out['ddls'] = langevin.sample_ddls(model.discriminator, model.generator, rng, ddls,
-                                         z0=z0)[1]
-    out['hat_ebm'] = module.chain(rng, latents=z0)['images']
-    # every method is scored as an image in the data range, as the Hat EBM's samples are
-    return {k: tf.clip_by_value(v, -1.0, 1.0) for k, v in out.items()}
-
-  return sample
+# digits_eval's scores of each method's grid samples (one set: no spread), beside the metrics.
+GRID_SCORES = {
+    'confidence': result_lib.Metric('confidence', 3, 'higher', 'mean max class probability of '
+                                    "digits_eval's classifier"),
+    'digit_is': result_lib.Metric('digit_is', 3, 'higher', 'exp(E KL(p(y|x) || p(y))), an '
+                                  'Inception-Score analogue, at most 10'),
+    'nn_dist': result_lib.Metric('nn_dist', 3, 'neither', 'mean L2 distance (8x8) to the '
+                                 'nearest training digit: far is no digit, near 0 is a copy'),
+}
 
 
-def latent_batches(model, num, seed, batch_size=250, run=0):
-  """(Z0, seed) of each batch of `num` latents; batch b draws the stream (seed, b, run)."""
-  for b, start in enumerate(range(0, num, batch_size)):
-    n = min(batch_size, num - start)
-    s = samples_lib.stream_seed(seed, b, run)
-    z0 = tf.random.Generator.from_seed(s).normal([n, *model.generator.latent_shape])
-    yield z0, tf.constant(s, tf.int64)
+def digits_scores(methods, config, first, feature_net, cache_dir, fid_samples=1000, fid_runs=2,
+                  seed=0, batch_size=250):
+  """The EvalResult of every method and of the real test digits.
 
-
-def sample_all(model, sampler, num, seed, batch_size=250):
-  """`num` samples of every method, in batches; batch b draws the stream (seed, b)."""
-  parts = [{k: v.numpy() for k, v in sampler(z0, s).items()}
-           for z0, s in latent_batches(model, num, seed, batch_size)]
-  return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-
-
-def method_fids(model, sampler, feature_net, reference, num, runs, seed=0, batch_size=250,
-                verbose=False):
-  """{method: [FID per run]}: every method's samples from the same Z0, scored against `reference`
-  activations with one feature network (fid.fids_over_runs). Run r draws the streams
-  (seed, batch, r + 1): run 0 of the grids (sample_all) is never scored."""
-  def batches(r):
-    for z0, s in latent_batches(model, num, seed, batch_size, r + 1):
-      yield sampler(z0, s)
-  return fid.fids_over_runs(batches, feature_net, reference, runs, verbose,
-                            f'{num} samples per method', total=num)
-
-
-def digits_table(model, sampler, config, first, feature_net, cache_dir, fid_samples=1000,
-                 fid_runs=2, seed=0, batch_size=250):
-  """Scores of every method and of the real test digits.
-
-  `first` are the grid samples ({method: images}); the FID of each method is the mean and std over
-  `fid_runs` fresh sets of `fid_samples` (none when 0), against the train split's features.
-  """
-  table = {name: digits_eval.scores(x) for name, x in first.items()}
-  table['test digits'] = digits_eval.scores(digits_eval.test_digits(config.data))
+  Every metric over `fid_runs` fresh sets of `fid_samples` (none when 0) against the train
+  split's features (evaluate.score_methods); digits_eval's scores of the grid samples `first`
+  ({method: images})."""
+  data = config.data
   if fid_samples > 0:
-    data = config.data
-    train = fid.data_activations(data, data.train_split, feature_net, cache_dir, verbose=False)
-    test = fid.data_activations(data, data.test_split, feature_net, cache_dir, verbose=False)
-    runs = method_fids(model, sampler, feature_net, train, fid_samples, fid_runs, seed, batch_size)
-    for name, values in runs.items():
-      table[name]['fid'], table[name]['fid_std'] = fid.mean_std(values)
-    table['test digits'].update(fid=fid.frechet_distance(train, test), fid_std=None)
-  return table
+    train, test = (fid.data_activations(data, split, feature_net, cache_dir, verbose=False)
+                   for split in (data.train_split, data.test_split))
+    result = evaluate.score_methods(methods, feature_net, train, test, fid_samples, fid_runs,
+                                    seed, batch_size, verbose=False)
+  else:
+    result = result_lib.EvalResult(dict(methods.labels), {}, {}, seed=seed)
+  result.reference = f'{data.name}/{data.train_split}'
+  result.data_split = f'{data.name}/{data.test_split}'
+  grid = {name: digits_eval.scores(x) for name, x in first.items()}
+  test = digits_eval.test_digits(data)
+  real = digits_eval.scores(test)
+  for key, shown in GRID_SCORES.items():
+    result.metrics[key] = shown
+    result.values[key] = {name: [scores[key]] for name, scores in grid.items()}
+    result.data[key] = real[key]
+  result.data_size = len(test)
+  return result
 
 
 def compare_run(workdir, out=None, num=100, seed=0, fid_samples=1000, fid_runs=2, batch_size=250,
                 feature_cache_dir=None, overwrite=False, **load):
   """tf-hat-ebm-compare: `num` samples of every method from the same latents Z0, as one grid
   each and side by side, into `out` (default <workdir>/compare); on the digits also the scores
-  (`digits_table`, FID over `fid_runs` sets of `fid_samples`; 0: none) in scores.json."""
+  (`digits_scores`: the metrics over `fid_runs` sets of `fid_samples`; 0: none) in scores.json,
+  an evaluation result (result.EvalResult)."""
   if fid_samples == 1:
     raise ValueError('--fid_samples must be 0 (no FID) or >= 2 (a covariance needs two)')
   out_dir = out or os.path.join(workdir, 'compare')
@@ -122,22 +82,23 @@ def compare_run(workdir, out=None, num=100, seed=0, fid_samples=1000, fid_runs=2
   if not has_baselines(run.kind):
     raise ValueError(f'--workdir={workdir} holds a {run.config.experiment} run, which has no '
                      'generator or DDLS baseline to compare: use sample.py (tf-hat-ebm-sample)')
-  sampler = make_sampler(run)
-  samples = sample_all(run.model, sampler, num, seed, batch_size)
-  table = None
+  methods = samplers.joint(run)
+  samples = samplers.sample_all(run.model, methods.sampler, num, seed, batch_size)
+  result = None
   with output:
     write_grids(samples, output.staging, f'{run.config.name}, step {run.step}, seed {seed}')
     if run.config.data.name == 'digits':
       net = (features.classifier_features(run.config.data, feature_cache_dir)
              if fid_samples > 0 else None)
-      table = digits_table(run.model, sampler, run.config, samples, net, workdir, fid_samples,
-                           fid_runs, seed, batch_size)
-      print_scores(table, net, fid_samples, fid_runs)
-      run_lib.write_json(os.path.join(output.staging, 'scores.json'), dict(step=run.step, **table))
+      result = digits_scores(methods, run.config, samples, net, workdir, fid_samples, fid_runs,
+                             seed, batch_size)
+      result.step, result.checkpoint = run.step, os.path.basename(run.checkpoint)
+      print_scores(result, net, fid_samples, fid_runs)
+      result_files.write_json(os.path.join(output.staging, 'scores.json'), result.to_json())
     output.commit()
   print(f'{run.config.name} at step {run.step}: wrote {", ".join(samples)} and side_by_side.png '
         f'(left to right) to {out_dir}')
-  return table
+  return result
 
 
 def write_grids(samples, out_dir, what):
@@ -154,14 +115,11 @@ def write_grids(samples, out_dir, what):
   return written
 
 
-def print_scores(table, net, fid_samples, fid_runs):
+def print_scores(result, net, fid_samples, fid_runs):
   if fid_samples > 0:
-    print(f'FID: {fid_runs} x {fid_samples} samples per method (mean ± sample std over the '
-          f'runs) against the train split, {net.description}; lower is better')
-  print('\n'.join(fid.score_table(
-      [(name, {**({'FID': (s['fid'], s['fid_std'])} if 'fid' in s else {}),
-               **{k: v for k, v in s.items() if k not in ('fid', 'fid_std')}})
-       for name, s in table.items()], first='method')))
+    print(f'{fid_runs} x {fid_samples} samples per method (mean ± sample std over the sets) '
+          f'against the train split, {net.description}; {", ".join(GRID_SCORES)}: of the grids')
+  print('\n'.join(evaluate.table(result, first='method')))
 
 
 def has_baselines(kind) -> Baselines:

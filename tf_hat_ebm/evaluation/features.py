@@ -97,7 +97,7 @@ def _load_cached(directory, data_cfg):
   """(model, info) of a cached classifier; a damaged cache entry is one line naming it."""
   try:
     with tf.io.gfile.GFile(os.path.join(directory, 'info.json')) as f:
-      info = json.load(f)
+      info = workdir_lib.parse_json(f.read())
     num_classes = info['num_classes']
     if not isinstance(num_classes, int) or not 1 < num_classes <= 100_000 or not isinstance(
         info['test_accuracy'], (int, float)):

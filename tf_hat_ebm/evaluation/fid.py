@@ -1,4 +1,5 @@
-"""FID: feature activations streamed batch by batch, Frechet distance by TF-GAN.
+"""FID's parts: the feature networks, activations streamed batch by batch, the Frechet distance
+by TF-GAN (metrics.py scores every metric with them; evaluate.py is the command).
 
 Feature networks map images in [-1, 1] ([N, size, size, channels] float32) to activations [N, d]:
   * the standard Inception (TF-GAN's `INCEPTION_TFHUB`, pool_3), for numbers comparable with the
@@ -12,8 +13,6 @@ dataset / split / resolution / feature network in `<workdir>/fid_stats/`.
 import io
 import os
 import zipfile
-import time
-from typing import Dict, List, Optional, Protocol, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -21,11 +20,6 @@ import tensorflow_gan as tfgan
 
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import progress
-from tf_hat_ebm import registry
-from tf_hat_ebm import run_lib
-from tf_hat_ebm import trained_run
-from tf_hat_ebm import samples as samples_lib
-from tf_hat_ebm import summaries
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.evaluation import features
 
@@ -101,6 +95,11 @@ def frechet_distance(activations1, activations2):
       tf.constant(activations1, tf.float64), tf.constant(activations2, tf.float64)))
 
 
+def batch_activations(images, feature_net):
+  """float32 activations [n, d] of one batch of images."""
+  return np.asarray(tfgan.eval.run_classifier_fn(images, feature_net), np.float32)
+
+
 def activations(batches, feature_net, total=None, label=None, verbose=True):
   """Features of every image of an iterable of image batches, kept as float32 activations only."""
   progbar = progress.Progress(total, unit='images') if verbose and total else None
@@ -108,7 +107,7 @@ def activations(batches, feature_net, total=None, label=None, verbose=True):
     print(label, flush=True)
   out, seen = [], 0
   for batch in batches:
-    out.append(np.asarray(tfgan.eval.run_classifier_fn(batch, feature_net), np.float32))
+    out.append(batch_activations(batch, feature_net))
     seen += len(out[-1])
     if progbar is not None:
       progbar.update(seen)
@@ -146,52 +145,10 @@ def data_activations(data_cfg, split, feature_net, cache_dir, batch_size=250, ve
   return acts
 
 
-def fids_over_runs(batches, feature_net, reference, runs, verbose=True, what='samples',
-                   total=None):
-  """{method: [FID per run]} against `reference` activations: `batches(r)` yields the
-  {method: images} batches of run r, `total` images of each method per run (shown as progress
-  over the sampling, which takes most of the time); only activations are kept, batch by batch."""
-  fids = {}
-  for r in range(runs):
-    if verbose:
-      print(f'FID run {r + 1}/{runs}: {what}', flush=True)
-    bar = progress.Progress(total, unit='samples') if verbose and total else None
-    acts, seen = {}, 0
-    start = time.perf_counter()
-    for out in batches(r):
-      for name, x in out.items():
-        acts.setdefault(name, []).append(
-            np.asarray(tfgan.eval.run_classifier_fn(x, feature_net), np.float32))
-      seen += len(acts[name][-1])
-      if bar is not None:
-        bar.update(min(seen, total))
-    for name, parts in acts.items():
-      fids.setdefault(name, []).append(frechet_distance(reference, np.concatenate(parts)))
-    if verbose:  # sampling, features and distances of every method of the run
-      print(f'FID run {r + 1}/{runs} took {time.perf_counter() - start:.1f} s', flush=True)
-  return fids
-
-
-def sample_fids(module, feature_net, reference, num_samples, batch_size=250, runs=1, seed=0,
-                verbose=True):
-  """FID of `runs` independent sets of samples against reference activations.
-
-  Returns {'hat_ebm': [fid per run], 'generator': [...]}: X = G(Z) + Y and G(Z) of the same chains.
-  Batch b of run r draws the stream (seed, b, r) (samples.stream_seed): runs share no chain.
-  """
-  def batches(r):
-    for out in samples_lib.sample_batches(module, num_samples, batch_size, seed, r):
-      # G(Z) is scored as an image, clipped to [-1, 1] as the Hat EBM samples are.
-      yield {'hat_ebm': out['images'],
-             'generator': tf.clip_by_value(out['generator_images'], -1.0, 1.0)}
-  return fids_over_runs(batches, feature_net, reference, runs, verbose,
-                        f'{num_samples} samples', total=num_samples)
-
-
-def score_table(rows, first='samples'):
+def score_table(rows, first='samples', digits=None):
   """The markdown table every evaluation script prints: rows [(label, {column: value})], a value
-  a number or (mean, std) shown as 'mean ± std' (std None: the mean alone). FID with 2 decimals,
-  other scores with 3."""
+  a number or (mean, std) shown as 'mean ± std' (std None: the mean alone). Decimals per column
+  from `digits`, else FID with 2, other scores with 3."""
   columns = []
   for _, values in rows:
     columns += [c for c in values if c not in columns]
@@ -200,8 +157,8 @@ def score_table(rows, first='samples'):
     if value is None:
       return '-'
     mean, std = value if isinstance(value, tuple) else (value, None)
-    digits = 2 if column.startswith('FID') else 3
-    return f'{mean:.{digits}f}' + ('' if std is None else f' ± {std:.{digits}f}')
+    n = (digits or {}).get(column, 2 if column.startswith('FID') else 3)
+    return f'{mean:.{n}f}' + ('' if std is None else f' ± {std:.{n}f}')
 
   table = [[label] + [cell(c, values.get(c)) for c in columns] for label, values in rows]
   widths = [max(len(r[i]) for r in table + [[first] + columns]) for i in range(len(columns) + 1)]
@@ -231,74 +188,3 @@ def feature_network(data_cfg, feature_net=None, inception_path=None, cache_dir=N
   if feature_net_name(data_cfg, feature_net) == 'inception':
     return InceptionFeatures(inception_path)  # loaded once, used for every set
   return features.classifier_features(data_cfg, cache_dir)
-
-
-class FidRows(Protocol):
-  """A kind's `fid_rows` hook (registry.Kind.hooks, evaluation/rows.py): the FID of each method
-  a run of the kind offers, as ([(method, row label)], {method: [FID per run]}, chain)."""
-
-  def __call__(self, run: trained_run.Run, net, train: np.ndarray, num_samples: int, runs: int,
-               seed: int, batch_size: int, baselines: bool = True
-               ) -> Tuple[List[Tuple[str, str]], Dict[str, List[float]], str]:
-    ...
-
-
-class LoadRun(Protocol):
-  """A kind's `fid_run` hook: its run read for its FID rows when it has no inference model for
-  trained_run.load_run (an SN-GAN's generator alone)."""
-
-  def __call__(self, workdir: str, checkpoint: Optional[str] = None):
-    ...
-
-
-def load_for_fid(workdir, checkpoint=None, **load):
-  """A run as its kind's FID rows read it, and those rows' function."""
-  kind = registry.for_config(trained_run.load_config(workdir, load.get('trust_code', False)))
-  rows: Optional[FidRows] = kind.load_hook('fid_rows')
-  if rows is None:
-    raise ValueError(f'--workdir={workdir}: {kind.name} runs offer no FID rows')
-  load_run: Optional[LoadRun] = kind.load_hook('fid_run')
-  run = (load_run(workdir, checkpoint) if load_run else
-         trained_run.load_run(workdir, checkpoint=checkpoint, **load))
-  return run, rows
-
-
-def evaluate_run(workdir, num_samples=None, runs=3, batch_size=250,
-                 feature_net=None, inception_path=None, feature_cache_dir=None, seed=0,
-                 overwrite=False, baselines=True, output=None, **load):
-  """tf-hat-ebm-evaluate-fid: the FID rows of the run's kind (its FidRows hook) beside the
-  test split's FID, mean +- std over `runs` sample sets of `num_samples` (default 50,000 with
-  Inception as in the paper, 5,000 with the classifier); the Hat EBM's row alone without
-  `baselines`. Printed, written to `output` (default <workdir>/fid.json; an existing one only
-  with `overwrite`, never a non-finite result) and logged to the workdir's TensorBoard
-  (eval/fid_<method>) at the checkpoint's step. Returns the result."""
-  path = output or os.path.join(workdir, 'fid.json')
-  run_lib.check_output_file(path, overwrite)
-  run, rows_of = load_for_fid(workdir, **load)
-  data_cfg = run.config.data
-  inception = feature_net_name(data_cfg, feature_net) == 'inception'
-  num_samples = num_samples or (50_000 if inception else 5_000)
-  check_memory(num_samples)  # before any network is loaded or trained
-  net = feature_network(data_cfg, feature_net, inception_path, feature_cache_dir)
-  train, test = (data_activations(data_cfg, split, net, workdir, batch_size)
-                 for split in (data_cfg.train_split, data_cfg.test_split))
-  methods, fids, chain = rows_of(run, net, train, num_samples, runs, seed, batch_size,
-                                 baselines=baselines)
-  data_fid = frechet_distance(train, test)
-  rows = [(f'{label} ({num_samples})', *mean_std(fids[key])) for key, label in methods]
-  rows.append((f'data: {data_cfg.test_split} split ({len(test)})', data_fid, None))
-  print(f'\nFID vs {data_cfg.name} {data_cfg.train_split} split ({len(train)} images), '
-        f'step {run.step} of {workdir}')
-  print(f'features: {net.description}; {runs} run(s) (mean ± sample std over runs); '
-        f'sampling chain {chain}')
-  print('\n'.join(score_table([(name, {'FID': (mean, std)}) for name, mean, std in rows])))
-  result = dict(step=run.step, feature_net=net.name, feature_description=net.description,
-                num_samples=num_samples, runs=runs, data_test_vs_train=data_fid,
-                reference=f'{data_cfg.name}/{data_cfg.train_split}',
-                **{key: fids[key] for key, _ in methods})
-  run_lib.write_json(path, result)
-  summaries.log_evaluation(
-      workdir, run.step, {**{f'fid_{key}': mean_std(fids[key])[0] for key, _ in methods},
-                          'fid_data_test_vs_train': data_fid}, summaries.EVAL)
-  print(f'written to {path}; TensorBoard: {workdir}/tensorboard (eval/)')
-  return result

@@ -24,8 +24,9 @@ import tensorflow as tf
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import export
 from tf_hat_ebm import figures
+from tf_hat_ebm import outputs
 from tf_hat_ebm import progress
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import result_files
 from tf_hat_ebm import trained_run
 from tf_hat_ebm import summaries
 # The sets' names live with the datasets (TensorBoard's HPARAMS columns name them too).
@@ -161,8 +162,11 @@ def evaluate_run(workdir, sets=None, num=10_000, batch_size=250, data_dir=None, 
   to <workdir>/ood.json and ood_energies.png (histograms of H(x) per set; existing ones only with
   `overwrite`) and logged to its TensorBoard (eval/ood_auroc_<set>) at the checkpoint's step."""
   path, png = os.path.join(workdir, 'ood.json'), os.path.join(workdir, 'ood_energies.png')
-  for output in (path, png):
-    run_lib.check_output_file(output, overwrite)
+  with outputs.ResultWriter([path, png], overwrite, 'evaluate_ood.py'):  # one writer at a time
+    return _evaluate(path, png, workdir, sets, num, batch_size, data_dir, load)
+
+
+def _evaluate(path, png, workdir, sets, num, batch_size, data_dir, load):
   run = trained_run.load_run(workdir, **load)
   data_cfg = run.config.data
   if data_dir:
@@ -177,7 +181,7 @@ def evaluate_run(workdir, sets=None, num=10_000, batch_size=250, data_dir=None, 
   print(f'\nOOD detection by energy H(x), higher = OOD; step {run.step} of {workdir}')
   print(f'in-distribution: {ind["name"]} ({ind["num"]} images, mean H {ind["mean_energy"]:.4g})')
   print('\n'.join(auroc_table(result)))
-  run_lib.write_json(path, result)
+  result_files.write_json(path, result)
   aurocs = {n: r['auroc'] for n, r in result['sets'].items()}
   figure = figures.energy_histograms(
       energies_of, f'H(x) of {ind["name"]} vs OOD sets: {run.config.name}, step {run.step}', png,

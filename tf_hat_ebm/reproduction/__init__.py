@@ -2,5 +2,6 @@
 
 `stages` holds the stage table per scale with the paper's numbers, `runner` runs the stages (each
 the user's own script in a subprocess) and decides when one is done, `report` turns the stages'
-records into tables, checks, markdown and JSON, and `pipeline` is the one call of the script.
+records into tables, checks, markdown and JSON, `command` defines the script's flags and
+`pipeline` is its one call.
 """

@@ -4,13 +4,15 @@
 writes). A non-empty directory without one is refused unless --overwrite, and even then an entry
 of the name of one of reproduce.py's own that it did not write is refused, never replaced.
 """
-import json
+import math
 import os
 import re
 import shutil
+import tempfile
 
 from tf_hat_ebm import cli
 from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import outputs
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.reproduction import report as report_lib
 from tf_hat_ebm.reproduction import runner as runner_lib
@@ -18,13 +20,17 @@ from tf_hat_ebm.reproduction import stages as stages_lib
 
 MARKER = '.reproduce.json'
 LOCK = 'reproduce.lock'
+FIGURES_MANIFEST = '.figures.json'  # what reproduce.py wrote into figures/, lstat'd
 # reproduce.py's own entries in --out besides the stages' directories.
 OWN = (MARKER, LOCK, 'report.md', 'report.json', 'figures', 'samples', 'tensorboard',
-       'feature_cache', 'release_refinement')
+       'feature_cache', 'release_refinement', FIGURES_MANIFEST)
+
+
+PATH_FLAGS = ('data_dir', 'inception_path', 'release_sngan')  # made absolute (check_options)
 
 
 def check_options(o):
-  """One-line errors for options that cannot run; --out made absolute."""
+  """One-line errors for options that cannot run; --out and the path flags made absolute."""
   if o.scale not in stages_lib.SCALES:
     raise ValueError(f'--scale={o.scale}: known scales are {", ".join(stages_lib.SCALES)}')
   if not o.seeds or min(o.seeds) < 0:
@@ -47,11 +53,17 @@ def check_options(o):
                      f'records), not {o.out}')
   runner_lib.resolve_jobs(o.jobs, o.scale)
   o.out = os.path.abspath(o.out)
+  # The stages run in --out: a path given on the command line means one from here.
+  for flag in PATH_FLAGS:
+    value = getattr(o, flag)
+    if value and '://' not in value:
+      setattr(o, flag, os.path.abspath(os.path.expanduser(value)))
   return o
 
 
 def own_entries(stages):
-  return sorted(set(OWN) | {s.name for s in stages} | {s.workdir for s in stages if s.workdir})
+  return sorted(set(OWN) | {s.name for s in stages}
+                | {s.workdir.split('/')[0] for s in stages if s.workdir})
 
 
 def read_marker(out):
@@ -60,7 +72,7 @@ def read_marker(out):
     return None
   try:
     with open(path) as f:
-      marker = json.load(f)
+      marker = workdir_lib.parse_json(f.read())
     return list(marker['entries'])
   except (OSError, ValueError, KeyError, TypeError) as e:
     raise ValueError(f'{path} is not reproduce.py\'s marker ({cli.one_line(e)}): this --out was '
@@ -69,8 +81,12 @@ def read_marker(out):
 
 def claim(out, entries, overwrite):
   """Checks that reproduce.py may write `entries` in `out`; the entries it owns there."""
+  outputs.refuse_dangling_link(out, 'out')
   if os.path.lexists(out) and not os.path.isdir(out):
     raise ValueError(f'--out={out} is a file; give a directory')
+  if outputs.in_checkpoints(out):  # resolved through links, as every command's output
+    raise ValueError(f'--out={out} lies in the training checkpoints {outputs.in_checkpoints(out)}:'
+                     ' give a directory of its own')
   present = sorted(os.listdir(out)) if os.path.isdir(out) else []
   mine = read_marker(out)
   if mine is None and present and not overwrite:
@@ -161,27 +177,59 @@ def historical_figure(out, seed, path):
                          f'Y of each arm at step {step} (seed {seed})', path)
 
 
+def check_figures_dir(out):
+  """figures/ must be a directory of reproduce.py's own: a link (to a user's directory) would
+  carry the report's copies into it, over the user's files of the same names."""
+  target = os.path.join(out, 'figures')
+  if os.path.islink(target) or (os.path.lexists(target) and not os.path.isdir(target)):
+    raise ValueError(f'{target} is {"a symbolic link" if os.path.islink(target) else "a file"}: '
+                     'reproduce.py writes its figures only into a directory of its own; move it '
+                     'away (a link\'s target is kept) and rerun')
+  return target
+
+
+def _read_figures_manifest(out):
+  try:
+    with open(os.path.join(out, FIGURES_MANIFEST)) as f:
+      files = workdir_lib.parse_json(f.read())['files']
+    return {str(k): v for k, v in files.items() if '/' not in str(k)}
+  except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    return {}  # none or garbled: nothing there is known to be reproduce.py's
+
+
 def collect_figures(out, stages, seed):
   """Copies the report's figures into out/figures/ (and draws the historical-update montage);
-  their names. A figure an earlier report left there that this one does not have (a stage no
-  longer in the pipeline) is removed, so the report shows only its own stages' figures."""
-  target = os.path.join(out, 'figures')
+  their names. figures/ holds reproduce.py's files beside any of the user's: it replaces or
+  removes only the files its manifest (.figures.json) lists that are still as it wrote them, and
+  a user's file of the name of one of its figures is an error, never replaced. A figure an
+  earlier report left there that this one does not have (a stage no longer in the pipeline) is
+  removed, so the report shows only its own stages' figures."""
+  target = check_figures_dir(out)
   os.makedirs(target, exist_ok=True)
-  names = set()
-  for source, name in sample_figures(out, stages) + stage_figures(out, stages):
-    if os.path.exists(source):
-      shutil.copyfile(source, os.path.join(target, name))
-      names.add(name)
-  montage = 'historical_generator_update.png'
-  if historical_figure(out, seed, os.path.join(target, montage)):
-    names.add(montage)
-  # figures/ is reproduce.py's own (OWN): only its stale copies go, never through a link
-  stale = [] if os.path.islink(target) else os.listdir(target)
-  for name in stale:
-    path = os.path.join(target, name)
-    if name.endswith('.png') and name not in names and not os.path.islink(path):
-      os.remove(path)
-  return sorted(names)
+  staging = tempfile.mkdtemp(prefix='.figures-staging-', dir=out)
+  try:
+    for source, name in sample_figures(out, stages) + stage_figures(out, stages):
+      if os.path.exists(source):
+        shutil.copyfile(source, os.path.join(staging, name))
+    historical_figure(out, seed, os.path.join(staging, 'historical_generator_update.png'))
+    names = sorted(n for n in os.listdir(staging) if n.endswith('.png'))
+    written = _read_figures_manifest(out)
+    mine = {n for n, recorded in written.items()
+            if outputs.stat_of(os.path.join(target, n)) == recorded}
+    for name in names:
+      if os.path.lexists(os.path.join(target, name)) and name not in mine:
+        raise ValueError(f'{os.path.join(target, name)} was not written by reproduce.py (or was '
+                         'changed since): move it away and rerun; the stages are done')
+    for name in names:  # renamed in: a new file, never written through the old one
+      os.replace(os.path.join(staging, name), os.path.join(target, name))
+    for name in sorted(mine - set(names)):
+      os.remove(os.path.join(target, name))
+    if names or written:
+      runner_lib.write_json(os.path.join(out, FIGURES_MANIFEST), dict(files={
+          n: outputs.stat_of(os.path.join(target, n)) for n in names}))
+  finally:
+    shutil.rmtree(staging, ignore_errors=True)
+  return names
 
 
 def run_configs(stages, seed):
@@ -201,7 +249,7 @@ def read_previous_reports(paths):
   for path in paths:
     try:
       with open(path) as f:
-        data = json.load(f)
+        data = workdir_lib.parse_json(f.read())
       data['checks']  # pylint: disable=pointless-statement
     except (OSError, ValueError, KeyError, TypeError) as e:
       raise ValueError(f'--previous_reports: {path} is not a readable report.json '
@@ -210,12 +258,35 @@ def read_previous_reports(paths):
   return out
 
 
+def non_finite(value, where=''):
+  """The dotted path of the first NaN or Inf in a JSON value (a record edited by hand), or None."""
+  if isinstance(value, float) and not math.isfinite(value):
+    return where
+  items = value.items() if isinstance(value, dict) else (
+      enumerate(value) if isinstance(value, list) else ())
+  for key, item in items:
+    found = non_finite(item, f'{where}.{key}' if where else str(key))
+    if found:
+      return found
+  return None
+
+
 def write_report(records, options, stages):
-  """report.md, report.json, figures/ and the markdown in TensorBoard's text tab."""
+  """report.md, report.json, figures/ and the markdown in TensorBoard's text tab: all or none."""
   out, seed = options.out, options.seeds[0]
+  for name, record in sorted(records.items()):
+    field = non_finite(record, '')
+    if field:  # a record is written without NaN (result_files.write_json): this one was edited
+      raise ValueError(f'{os.path.join(out, name, "done.json")}: field {field} is not a finite '
+                       f'number; delete that file to evaluate stage {name} again (no report '
+                       'written)')
   markdown, data = report_lib.build_report(records, options, collect_figures(out, stages, seed),
                                            run_configs(stages, seed),
                                            read_previous_reports(options.previous_reports))
+  field = non_finite(data)
+  if field:
+    raise ValueError(f'the report\'s field {field} is not a finite number: report.md and '
+                     'report.json not written')
   runner_lib.write_text(os.path.join(out, 'report.md'), markdown)
   runner_lib.write_json(os.path.join(out, 'report.json'), data)
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -239,6 +310,7 @@ def reproduce(options, run_command=None, print_fn=print):
     dry_run(stages, options, print_fn)
     return {}
   entries = claim(options.out, own_entries(stages), options.overwrite)
+  check_figures_dir(options.out)  # before any stage runs, not after hours
   with runner_lib.stop_on_sigterm():  # SIGTERM at any moment: as Ctrl-C, the lock released
     mark(options.out, entries)
     with workdir_lib.WorkdirLock(options.out, log=print_fn, name=LOCK,

@@ -9,6 +9,8 @@ import json
 import os
 import sys
 
+from tf_hat_ebm.evaluation import result as result_lib
+
 BEGIN = '<!-- numbers of docs/reproduction/digits/report.json (quote.py) -->'
 END = '<!-- end of the numbers of report.json -->'
 REPORT = os.path.join('docs', 'reproduction', 'digits', 'report.json')
@@ -47,8 +49,8 @@ def _seeds(row, digits):
 
 def _test_split(report):
   """The FID of the whole test split against the train split (every FID stage records it)."""
-  values = {round(r['result']['data'], 2) for r in report['stages'].values()
-            if isinstance(r.get('result'), dict) and r['result'].get('data') is not None}
+  found = (result_lib.from_record(r.get('result')) for r in report['stages'].values())
+  values = {round(e.data['fid'], 2) for e in found if e is not None and 'fid' in e.data}
   return ', '.join(f'{v:.2f}' for v in sorted(values)) or '–'
 
 

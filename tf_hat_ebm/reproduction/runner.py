@@ -1,11 +1,17 @@
 """Runs the reproduction's stages, resumably: each the user's own scripts in subprocesses.
 
-A stage is done when its record <out>/<stage>/done.json exists; the record is written only when
-every command exited 0, its training reached the configured step (the workdir's checkpoints
-against its config.json) and its evaluation finished. A training stopped short (SIGTERM, Ctrl-C,
-a kill) is resumed by the next run, never scored. An ablation arm stopped by the runaway guard is
-recorded as such (the report counts it only beside a healthy reference). Records of another
-scale, size or command line are refused. Independent stages run `jobs` at a time.
+A stage is done when its record <out>/<stage>/done.json exists and agrees with its workdir; the
+record is written only when every command exited 0, its training reached the configured step (the
+workdir's checkpoints against its config.json) and its evaluation finished. It holds the step, the
+sha256 of config.json and of every file its numbers were read from (fid.json, ...) or that it
+read from other stages (the calibration's samples); the numbers reported are read again from
+those files. A record that disagrees with its workdir is re-evaluated when the workdir is only
+further on (trained on: scored again at its new step, and the figures drawn again from that
+checkpoint) or its result file is missing, and refused in one line otherwise. A training stopped
+short (SIGTERM, Ctrl-C, a kill) is resumed by the next run, never scored. An ablation arm
+stopped by the runaway guard is recorded as such (the report counts it only beside a healthy
+reference). Records of another scale, size or command line are refused. Independent stages run
+`jobs` at a time.
 """
 import datetime
 import hashlib
@@ -13,6 +19,7 @@ import json
 import os
 import queue
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -23,7 +30,8 @@ import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
 from tf_hat_ebm import cli
-from tf_hat_ebm import run_lib
+from tf_hat_ebm import result_files
+from tf_hat_ebm.evaluation import result as result_lib
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.reproduction import children as children_lib
 from tf_hat_ebm.reproduction import stages as stages_lib
@@ -73,7 +81,7 @@ def training_progress(workdir):
   steps = checkpoints.list_checkpoints(os.path.join(workdir, 'checkpoints'))
   try:
     with open(os.path.join(workdir, 'config.json')) as f:
-      target = json.load(f)['training']['num_steps']
+      target = workdir_lib.parse_json(f.read())['training']['num_steps']
   except (OSError, ValueError, KeyError, TypeError):
     target = None
   return (steps[-1] if steps else 0), target
@@ -83,7 +91,7 @@ def run_precision(workdir):
   """The precision the workdir's last training process computed in (run_info.json), or None."""
   try:
     with open(os.path.join(workdir, 'run_info.json')) as f:
-      return json.load(f)['runs'][-1].get('precision')
+      return workdir_lib.parse_json(f.read())['runs'][-1].get('precision')
   except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError):
     return None
 
@@ -96,9 +104,36 @@ def file_sha256(path):
     return None
 
 
+def config_body_sha256(path):
+  """sha256 of a config.json without training.num_steps: equal for a run trained on further."""
+  try:
+    with open(path) as f:
+      config = json.load(f)
+    config.get('training', {}).pop('num_steps', None)
+  except (OSError, ValueError, AttributeError):
+    return None
+  return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+
+
+def result_step(path):
+  """The checkpoint step a result file (fid.json, ood.json) was computed at, or None."""
+  try:
+    with open(path) as f:
+      step = json.load(f).get('step')
+    return step if isinstance(step, int) else None
+  except (OSError, ValueError, AttributeError):
+    return None
+
+
+def flag_of(cmd, name):
+  """The value of --name=... in a command, or None."""
+  prefix = f'--{name}='
+  return next((a[len(prefix):] for a in cmd if a.startswith(prefix)), None)
+
+
 def write_json(path, data):
-  """The project's atomic JSON write (run_lib.write_json), its failures as one-line errors."""
-  _written(path, lambda: run_lib.write_json(path, data))
+  """The project's atomic JSON write (result_files.write_json), its failures as one-line errors."""
+  _written(path, lambda: result_files.write_json(path, data))
 
 
 def write_text(path, text):
@@ -124,9 +159,11 @@ def read_record(path, stage, options):
     return None
   try:
     with open(path) as f:
-      record = json.load(f)
+      record = workdir_lib.parse_json(f.read())
     if not isinstance(record, dict):
       raise ValueError(f'a JSON {type(record).__name__}, not an object')
+    if not isinstance(record.get('result', {}), dict):
+      raise ValueError(f'its result is a JSON {type(record["result"]).__name__}, not an object')
   except (OSError, ValueError) as e:
     raise StageError(f'{path} is not a stage record ({cli.one_line(e)}): delete it to rerun '
                      f'the stage') from None
@@ -151,6 +188,7 @@ class Runner:
     self.print = print_fn
     self.jobs = resolve_jobs(options.jobs, options.scale)
     self.records, self.errors, self.stopping = {}, [], False
+    self.redo = {}  # stage -> outputs to write again (a record that no longer holds)
     self.children, self.lock = set(), threading.Lock()
     self.start = time.time()
     self.measured, self.estimated = 0.0, 0.0  # of the stages run now: rescales the ETA
@@ -185,12 +223,56 @@ class Runner:
       with self.lock:
         self.children.discard(proc)
 
-  def skip_reason(self, stage, output):
-    """Why a command need not run: its output exists, or its training is complete."""
+  # Stages that read other stages' models or files: an output they made counts as done only when
+  # this very command (the checkpoint it drew from) and inputs made it (<stage>/progress.json);
+  # a figure or calibration lying there from an earlier pipeline is drawn again.
+  TRACKED = ('figures', 'calibration')
+
+  def skip_reason(self, stage, output, cmd=()):
+    """Why a command need not run: its output exists (a result of its workdir's latest step, or
+    made by this very command), or its training is complete."""
     if output is not None:
-      return 'skipped: output exists' if os.path.exists(self.path(output)) else None
+      if output in self.redo.get(stage.name, ()) or not os.path.exists(self.path(output)):
+        return None
+      if stage.kind in self.TRACKED and self.made(stage).get(shlex.join(cmd)) != self.making(
+          stage, output):
+        return None
+      step = result_step(self.path(output)) if output.endswith('.json') else None
+      wanted = self.scored_step(cmd)
+      if step is not None and wanted is not None and step != wanted:
+        return None  # scored at another step than its command's: scored again
+      return 'skipped: output exists'
     step, target = training_progress(self.path(stage.workdir))
     return f'skipped: trained to step {step}' if target and step >= target else None
+
+  def scored_step(self, cmd):
+    """The step a command scores: its --checkpoint's (ckpt-N; the plateau rule's), else its
+    workdir's latest; None without a workdir."""
+    checkpoint = re.search(r'ckpt-(\d+)$', flag_of(cmd, 'checkpoint') or '')
+    if checkpoint:
+      return int(checkpoint.group(1))
+    workdir = flag_of(cmd, 'workdir')
+    return training_progress(self.path(workdir))[0] if workdir else None
+
+  def made(self, stage):
+    """{command line: making()} of the stage's commands that finished (progress.json)."""
+    try:
+      with open(self.path(stage.name, 'progress.json')) as f:
+        made = json.load(f)
+      return made if isinstance(made, dict) else {}
+    except (OSError, ValueError):
+      return {}
+
+  def making(self, stage, output):
+    return dict(output=output, inputs={f: file_sha256(self.path(f)) for f in stage.inputs})
+
+  def with_checkpoint(self, stage, cmd):
+    """A figure is drawn from the checkpoint its model's record was scored at."""
+    cmd = list(cmd)
+    model = self.records.get(flag_of(cmd, 'workdir') or '')
+    if stage.kind == 'figures' and model and isinstance(model.get('step'), int):
+      cmd.append(f'--checkpoint={model["step"]}')
+    return cmd
 
   def run_stage(self, stage, side_by_side=1):
     """Runs the commands of `stage` that are not done (`side_by_side` stages at once); its
@@ -198,11 +280,15 @@ class Runner:
     os.makedirs(self.path(stage.name), exist_ok=True)
     exits, t0 = [], time.time()
     with open(self.path(stage.name, 'log.txt'), 'a') as log:
-      for cmd, line, output in zip(stage.commands, stage.command_lines(), stage.outputs):
-        reason = self.skip_reason(stage, output)
+      for cmd, output in zip(stage.commands, stage.outputs):
+        cmd = self.with_checkpoint(stage, cmd)
+        key, reason = shlex.join(cmd), self.skip_reason(stage, output, cmd)
         if reason or self.stopping:
-          exits.append(dict(command=line, exit=reason or 'not run: stopped'))
+          exits.append(dict(command=key, exit=reason or 'not run: stopped'))
           continue
+        if output is not None and os.path.exists(self.path(output)) and '--overwrite' not in cmd:
+          cmd.append('--overwrite')  # its own earlier output, of another step
+        line = shlex.join(cmd)
         log.write(f'$ {line}\n')
         log.flush()
         offset, started = log.tell(), time.time()
@@ -214,6 +300,9 @@ class Runner:
             break
         elif output is None and not self.skip_reason(stage, output):
           break  # stopped short of its step (SIGTERM saves and exits 0): nothing to evaluate
+        elif stage.kind in self.TRACKED:
+          write_json(self.path(stage.name, 'progress.json'),
+                     dict(self.made(stage), **{key: self.making(stage, output)}))
     return self.judge(stage, exits, time.time() - t0)
 
   def last_error(self, stage, offset):
@@ -233,24 +322,54 @@ class Runner:
       record['label'] = stage.label
     if stage.kind in stages_lib.TRAINED:
       step, target = training_progress(self.path(stage.workdir))
+      config = self.path(stage.workdir, 'config.json')
       record.update(step=step, num_steps=target, precision=self.o.training_precision(),
                     computed_in=run_precision(self.path(stage.workdir)),
-                    config=dict(path=f'{stage.workdir}/config.json',
-                                sha256=file_sha256(self.path(stage.workdir, 'config.json'))))
+                    config=dict(path=f'{stage.workdir}/config.json', sha256=file_sha256(config),
+                                body_sha256=config_body_sha256(config)))
+    if stage.kind == 'figures':  # the checkpoint each model's figures were drawn from
+      record['models'] = {m: self.records[m]['step'] for m in map(
+          lambda c: flag_of(c, 'workdir'), stage.commands)
+          if isinstance(self.records.get(m, {}).get('step'), int)}
     failed = [e for e in exits if not isinstance(e['exit'], str) and e['exit'] != 0]
     if self.stopping:
       return None
-    if failed and stage.keep_going:
+    excused = [e for e in failed if stage.keep_going and self.of_stopped_model(e['command'])]
+    if failed and stage.keep_going and len(excused) == len(failed):
       record['failed_commands'] = [e['command'] for e in failed]
     elif failed:
-      return self.failure(stage, record, failed[0])
+      return self.failure(stage, record, [e for e in failed if e not in excused][0])
     elif stage.kind in stages_lib.TRAINED and not (record['num_steps']
                                                    and record['step'] >= record['num_steps']):
       raise StageError(f'stage {stage.name} stopped at step {record["step"]} of '
                        f'{record["num_steps"]} although its training exited 0 (stopped by a '
                        'signal?): rerun to resume it')
     record['result'] = self.result(stage)
+    earlier = self.plateau(stage)
+    if earlier is not None:
+      record['plateau'] = earlier
+    record['files'] = self.record_files(stage)
     return record
+
+  def of_stopped_model(self, line):
+    """A figure command of a model the runaway guard stopped (recorded): its failure is no
+    failure of the figures stage."""
+    model = self.records.get(flag_of(shlex.split(line), 'workdir') or '')
+    return bool(model and model.get('failed'))
+
+  def result_files(self, stage):
+    """The files (relative to --out) the record's numbers are read from."""
+    if stage.result == 'fid':
+      return [f'{stage.workdir}/fid.json'] + [
+          o for o in stage.outputs if o == f'{stage.workdir}/{stages_lib.PLATEAU_FID}']
+    return [stage.outputs[-1]] if stage.result in ('compare', 'json', 'ood') else []
+
+  def record_files(self, stage):
+    """{file: sha256} of what the record rests on: config.json, its result files, its inputs."""
+    files = self.result_files(stage) + list(stage.inputs)
+    if stage.workdir and stage.kind in stages_lib.TRAINED + ('release',):
+      files.insert(0, f'{stage.workdir}/config.json')
+    return {f: file_sha256(self.path(f)) for f in files}
 
   def failure(self, stage, record, failed):
     code, error = failed['exit'], failed.get('error') or ''
@@ -268,28 +387,11 @@ class Runner:
                      'and rerun')
 
   def result(self, stage):
-    """The numbers of a finished stage: FIDs per method (mean and runs), or AUROC per set."""
-    if stage.result == 'fid':
-      with open(self.path(stage.workdir, 'fid.json')) as f:
-        saved = json.load(f)
-      out = {}
-      for method in ('hat_ebm', 'generator', 'ddls'):
-        if method in saved:
-          out[method] = sum(saved[method]) / len(saved[method])
-          out[method + '_runs'] = saved[method]
-      out['data'] = saved.get('data_test_vs_train')
-      plateau_path = self.path(stage.workdir, stages_lib.PLATEAU_FID)
-      if os.path.exists(plateau_path):  # the plateau rule's checkpoint (plateau.py)
-        with open(plateau_path) as f:
-          earlier = json.load(f)
-        out['plateau'] = dict(step=earlier.get('step'), end_step=saved.get('step'),
-                              **{f'{m}_runs': earlier[m] for m in ('hat_ebm', 'generator')
-                                 if m in earlier})
-      return out
-    if stage.result == 'compare':  # compare_baselines.py: {method: [FID, its std]}
-      with open(self.path(stage.outputs[-1])) as f:
-        return {k: [v['fid'], v.get('fid_std')] for k, v in json.load(f).items()
-                if isinstance(v, dict) and 'fid' in v}
+    """The numbers of a finished stage: an evaluation's result (evaluation.result.EvalResult),
+    or AUROC per set."""
+    if stage.result in ('fid', 'compare'):  # evaluate_fid.py's fid.json, compare's scores.json
+      return result_lib.read(self.path(stage.workdir, 'fid.json') if stage.result == 'fid'
+                             else self.path(stage.outputs[-1])).to_json()
     if stage.result == 'json':  # a stage's whole JSON output (the calibration)
       with open(self.path(stage.outputs[-1])) as f:
         return json.load(f)
@@ -297,6 +399,107 @@ class Runner:
       with open(self.path(stage.outputs[-1])) as f:
         return {k: v['auroc'] for k, v in json.load(f)['sets'].items()}
     return {}
+
+  def plateau(self, stage):
+    """The result of the plateau rule's checkpoint (stages.PLATEAU_FID, plateau.py), or None."""
+    path = f'{stage.workdir}/{stages_lib.PLATEAU_FID}'
+    if stage.result != 'fid' or path not in stage.outputs or not os.path.exists(self.path(path)):
+      return None
+    return result_lib.read(self.path(path)).to_json()
+
+  # ---- a record against its workdir -------------------------------------------------------------
+  def verify(self, stage, record, pending):
+    """None when `record` agrees with what is on disk (its numbers then read again from their
+    files); else the outputs to write again (a Redo: the workdir trained on, a result file
+    missing, a stage this one read from running again); a StageError when neither holds."""
+    where = self.path(stage.name, 'done.json')
+    if record.get('failed'):  # stopped by the guard: its training only
+      return self.verify_training(stage, record, where)
+    if stage.kind in self.TRACKED and set(stage.after) & pending:
+      # Judged again after them: what their new outputs change runs again (progress.json).
+      return Redo((), f'{", ".join(sorted(set(stage.after) & pending))} runs again')
+    redo = self.verify_training(stage, record, where)
+    if redo is not None:
+      return redo
+    files = record.get('files')
+    if not isinstance(files, dict) or not all(isinstance(k, str) for k in files):
+      # An older record: judged again from what is on disk (nothing valid is recomputed).
+      return Redo((), 'its record lists no files to check it against')
+    for name, sha in sorted(files.items()):
+      now = file_sha256(self.path(name))
+      if now == sha:
+        continue
+      if name in stage.inputs:
+        return Redo(stage.outputs, f'{name} changed since it was read')
+      if now is None and name.endswith('/config.json'):
+        raise StageError(f'stage {stage.name}: {self.path(name)} is gone, but {where} rests on '
+                         f'it: delete {self.path(stage.name)} to rerun the stage')
+      if now is None:
+        return Redo([o for o in stage.outputs if o == name] or stage.outputs,
+                    f'{name} is missing')
+      raise StageError(f'stage {stage.name}: {self.path(name)} changed since {where} was '
+                       f'written (sha256 {str(sha)[:12]}..., now {now[:12]}...): delete '
+                       f'{self.path(name)} to compute it again, or {self.path(stage.name)} to '
+                       'rerun the stage')
+    missing = [o for o in stage.outputs if o is not None and not os.path.exists(self.path(o))]
+    for cmd, output in zip(stage.commands, stage.outputs):  # a score of its command's step
+      step = result_step(self.path(output)) if output and output.endswith('.json') else None
+      wanted = self.scored_step(cmd)
+      if step is not None and wanted and step != wanted:
+        return Redo([output], f'{output} is of step {step}, its model now of step {wanted}')
+    if stage.kind == 'figures':
+      drawn = {m: self.records[m].get('step') for m in record.get('models') or {}
+               if m in self.records}
+      if drawn != (record.get('models') or {}):
+        return Redo(stage.outputs, 'a model it drew was scored again at another step')
+    if missing:
+      return Redo(missing, f'{", ".join(missing)} is missing')
+    return self.reread(stage, record, where)
+
+  def verify_training(self, stage, record, where):
+    """A training stage's step and config.json against its workdir (see verify)."""
+    if stage.kind not in stages_lib.TRAINED:
+      return None
+    step, _ = training_progress(self.path(stage.workdir))
+    config = record.get('config') or {}
+    path = self.path(stage.workdir, 'config.json')
+    if file_sha256(path) is None or step == 0:
+      raise StageError(f'stage {stage.name}: {where} records step {record.get("step")}, but '
+                       f'{self.path(stage.workdir)} holds '
+                       f'{"no config.json" if file_sha256(path) is None else "no checkpoint"} '
+                       f'(deleted?): delete {self.path(stage.name)} to rerun the stage')
+    same = file_sha256(path) == config.get('sha256')
+    if not same and (config_body_sha256(path) != config.get('body_sha256')
+                     or step == record.get('step')):
+      raise StageError(f'stage {stage.name}: {path} changed since {where} was written (another '
+                       f'config): delete {self.path(stage.name)} to rerun the stage')
+    if not isinstance(record.get('step'), int) or step < record['step']:
+      raise StageError(f'stage {stage.name}: {where} records step {record.get("step")}, but the '
+                       f'latest checkpoint of {self.path(stage.workdir)} is step {step} (deleted?):'
+                       f' delete {self.path(stage.name)} to rerun the stage')
+    if step > record['step'] and not record.get('failed'):
+      return Redo([o for c, o in zip(stage.commands, stage.outputs) if o is not None
+                   and not re.search(r'ckpt-\d+$', flag_of(c, 'checkpoint') or '')],
+                  f'trained on from step {record["step"]} to {step}: scored again')
+    return None
+
+  def reread(self, stage, record, where):
+    """The record's numbers are those its files hold now (a hand-edited record is refused)."""
+    try:
+      result, earlier = self.result(stage), self.plateau(stage)
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError, AttributeError) as e:
+      raise StageError(f'stage {stage.name}: cannot read its result again '
+                       f'({cli.one_line(e)}): delete {self.path(stage.name)} to rerun the '
+                       'stage') from None
+    if not (same_result(stage, record.get('result'), result)
+            and same_plateau(record.get('plateau'), earlier)):
+      raise StageError(f'stage {stage.name}: the result in {where} is not what its files hold '
+                       f'({", ".join(self.result_files(stage))}; edited?): delete {where} to '
+                       'read the stage again')
+    record['result'] = result  # as its files hold it: an older record's numbers, typed
+    if earlier is not None:
+      record['plateau'] = earlier
+    return None
 
   # ---- every stage ------------------------------------------------------------------------------
   def progress(self, i, stage, text):
@@ -328,6 +531,12 @@ class Runner:
     pending = []
     for i, stage in enumerate(self.stages):
       record = read_record(self.path(stage.name, 'done.json'), stage, self.o)
+      if record is not None:
+        redo = self.verify(stage, record, {s.name for _, s in pending})
+        if redo is not None:
+          self.redo[stage.name] = redo
+          self.progress(i, stage, f'evaluated again: {redo.reason}')
+          record = None
       if record is None:
         pending.append((i, stage))
         continue
@@ -400,6 +609,14 @@ class Runner:
       thread.join()
 
 
+class Redo(set):
+  """The outputs of a stage to write again, and why (a progress line)."""
+
+  def __init__(self, outputs, reason):
+    super().__init__(o for o in outputs if o is not None)
+    self.reason = reason
+
+
 class stop_on_sigterm:  # pylint: disable=invalid-name
   """SIGTERM is handled as Ctrl-C (KeyboardInterrupt) in the main thread while inside."""
 
@@ -420,11 +637,49 @@ def _raise_interrupt(signum, frame):
   raise KeyboardInterrupt
 
 
+def same_result(stage, recorded, read):
+  """Whether a record's result is the one its files hold: an evaluation's as typed results (their
+  canonical JSON; a record of version 1 held only the values), any other as JSON."""
+  if stage.result not in ('fid', 'compare'):
+    return json.dumps(recorded, sort_keys=True) == json.dumps(read, sort_keys=True)
+  try:
+    theirs = result_lib.from_record(recorded)
+  except ValueError:
+    return False
+  ours = result_lib.EvalResult.from_json(read)
+  if theirs is None:
+    return False
+  if 'schema' not in recorded:
+    theirs, ours = ({'values': r.values, 'data': r.data} for r in (theirs, ours))
+  else:
+    theirs, ours = theirs.to_json(), ours.to_json()
+  return json.dumps(theirs, sort_keys=True) == json.dumps(ours, sort_keys=True)
+
+
+def same_plateau(recorded, read):
+  """Whether a record's plateau checkpoint result is the one its fid_plateau.json holds (a
+  record from before the rule has none: it is read from the file)."""
+  if recorded is None:
+    return True
+  try:
+    theirs = result_lib.EvalResult.from_json(recorded).to_json()
+  except ValueError:
+    return False
+  return read is not None and (
+      json.dumps(theirs, sort_keys=True) == json.dumps(read, sort_keys=True))
+
+
 def result_line(record):
-  """'; hat_ebm 11.29, generator 26.24' of a record's numbers (not the per-run lists or the
-  data's own FID), the guard's stop, or ''."""
+  """'; hat_ebm 11.29, generator 26.24' of a record's numbers (an evaluation's first metric, the
+  FID, per method), the guard's stop, or ''."""
   if record.get('failed'):
     return f'; {record.get("guard", "failed")}'
-  numbers = [f'{k} {v:.2f}' for k, v in (record.get('result') or {}).items()
-             if isinstance(v, (int, float)) and k != 'data']
+  evaluation = result_lib.from_record(record.get('result'))
+  if evaluation is not None:
+    first = next(iter(evaluation.metrics), None)
+    numbers = [f'{k} {evaluation.mean(first, k):.2f}' for k in evaluation.methods
+               if evaluation.sets(first, k)]
+  else:
+    numbers = [f'{k} {v:.2f}' for k, v in (record.get('result') or {}).items()
+               if isinstance(v, (int, float))]
   return f'; {", ".join(numbers)}' if numbers else ''

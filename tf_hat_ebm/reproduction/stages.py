@@ -5,12 +5,13 @@ project's `experiments/` scripts, and paths relative to --out (runner.py runs th
 Parts and stages carry the paper's names: synthesis, refinement, retrofit, ood, ablations, figures.
 """
 import dataclasses
+import json
 import os
 import shlex
 from typing import Dict, List, Optional, Tuple
 
-from tf_hat_ebm import cli
 from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import errors
 from tf_hat_ebm.reproduction import plateau
 
 PARTS = ('synthesis', 'refinement', 'retrofit', 'ood', 'ablations', 'figures')
@@ -29,7 +30,7 @@ class Scale:
   ood: Tuple[str, ...]
   samples: Tuple[str, ...]
   # Estimated idle seconds per stage kind, and of its FID ('fid', or 'fid_<kind>' where it
-  # differs): the ETA, rescaled as measured.
+  # differs): the ETA, rescaled as measured. Measured numbers are data: ETA_FILE's.
   seconds: Dict[str, float]
   seeds: Tuple[int, ...]
   precision: Optional[str] = None  # training precision unless --precision says otherwise
@@ -41,19 +42,18 @@ class Scale:
   calibrate: bool = False  # the FID's floor / memorisation bound at its N, samples' coverage
 
 
+# The ETA's seconds per scale (shipped with the package: pyproject.toml's package-data).
+ETA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'eta.json')
+with open(ETA_FILE) as _f:
+  ETA = json.load(_f)
+
 SCALES = {
     # Each config at its own length; FID of 1,000 samples with the digits classifier.
     'digits': Scale(
         configs=dict(synthesis='digits_synth', sngan='digits_sngan', refinement='digits_refine',
                      autoencoder='digits_autoencoder', retrofit='digits_retrofit'),
         fid=('--num_samples=1000', '--runs=2'), ood=(), samples=('--num_samples=500',),
-        # Medians of a full run at the first default lengths (training processes without their
-        # exit waits), two stages side by side, one thread each (2-core AMD EPYC, AVX512-BF16;
-        # docs/reproduce.md), the trainings scaled by their steps to the configs' 3x lengths; a
-        # refinement's FID runs DDLS's chain too.
-        seconds=dict(synthesis=876, sngan=396, refinement=1704, autoencoder=89, retrofit=1137,
-                     fid=14, fid_refinement=215, fid_retrofit=36, ood=6, figures=101,
-                     release=60, calibration=7),
+        seconds=ETA['digits'],  # a refinement's FID runs DDLS's chain too: fid_refinement
         seeds=(0, 1, 2), near_ood_classes=(0, 1, 2, 3, 4), calibrate=True),
     # The paper configs in float32, as the paper and the release trained.
     'paper': Scale(
@@ -61,9 +61,7 @@ SCALES = {
                      refinement='cifar10_refine', autoencoder='cifar10_autoencoder',
                      retrofit='cifar10_retrofit'),
         fid=('--runs=3',), ood=(), samples=('--num_samples=64',),
-        seconds=dict(synthesis=40 * 3600, sngan=20 * 3600, refinement=10 * 3600,
-                     autoencoder=5 * 3600, retrofit=15 * 3600, fid=3600, ood=1800, figures=600,
-                     release=300, calibration=600),
+        seconds=ETA['paper'],
         seeds=(0,), precision='float32',
         more_synthesis=(('celeba', 'celeba_synth'), ('imagenet128', 'imagenet128_synth'),
                         ('imagenet128_large', 'imagenet128_synth_large')),
@@ -86,6 +84,9 @@ ABLATIONS = {
 }
 # The release's CIFAR-10 refinement files (--release_sngan=DIR): hat and SN-GAN generator.
 RELEASE_FILES = dict(hat='ebm.ckpt', generator='gen.ckpt')
+# The imported SN-GAN's workdir: inside the stage's directory (which holds its log and record),
+# never that directory itself, which the import would refuse as not empty on every rerun.
+RELEASE_GAN = 'sngan_release/generator'
 
 
 @dataclasses.dataclass
@@ -132,6 +133,9 @@ class Stage:
   config: Optional[str] = None  # the training's config file (with its size), as in the command
   overrides: Dict[str, object] = dataclasses.field(default_factory=dict)
   label: Optional[str] = None  # how the report names the stage's model, where it differs
+  # Files of other stages it reads (relative to --out): its record holds their hashes, and a
+  # change of any of them makes the stage run again (the calibration's samples).
+  inputs: List[str] = dataclasses.field(default_factory=list)
 
   def command_lines(self):
     return [shlex.join(c) for c in self.commands]
@@ -141,11 +145,11 @@ def resolved_config(stage):
   """The config a training stage runs with: its file (and size) and the command's overrides."""
   path, _, size = stage.config.partition(':')
   try:
-    config = config_lib.load_file(os.path.join(cli.configs_dir(),
+    config = config_lib.load_file(os.path.join(config_lib.configs_dir(),
                                                path[len('experiments/configs/'):]),
                                   *([size] if size else []))
   except TypeError as e:  # a config whose get_config takes no size
-    raise ValueError(f'{stage.config}: {cli.one_line(e)}') from None
+    raise ValueError(f'{stage.config}: {errors.one_line(e)}') from None
   for key, value in stage.overrides.items():
     section, name = config_lib.field_parent(config, key)
     if section is None:
@@ -222,11 +226,11 @@ class _Builder:
     commands = [['python', 'experiments/import_release.py',
                  f'--config={self.config_file(self.scale.configs["refinement"])}',
                  f'--hat={files["hat"]}', f'--generator={files["generator"]}',
-                 '--workdir=release_refinement', '--generator_workdir=sngan_release'],
-                ['python', 'experiments/evaluate_fid.py', '--workdir=sngan_release'] + self.fid]
+                 '--workdir=release_refinement', f'--generator_workdir={RELEASE_GAN}'],
+                ['python', 'experiments/evaluate_fid.py', f'--workdir={RELEASE_GAN}'] + self.fid]
     self.stages.append(Stage('sngan_release', 'release', 'refinement', commands,
-                             ['sngan_release/config.json', 'sngan_release/fid.json'],
-                             workdir='sngan_release', result='fid', label='published SN-GAN'))
+                             [f'{RELEASE_GAN}/config.json', f'{RELEASE_GAN}/fid.json'],
+                             workdir=RELEASE_GAN, result='fid', label='published SN-GAN'))
 
   def seed(self, seed):
     """The stages of one training seed (Tables 1-3 and the retrofit)."""
@@ -270,14 +274,14 @@ class _Builder:
   def refinement(self, seed, data, gan_config, config):
     s = f'_s{seed}'
     if self.o.release_sngan and not data:
-      gan = 'sngan_release'
-      if not any(st.name == gan for st in self.stages):
+      gan = RELEASE_GAN
+      if not any(st.name == 'sngan_release' for st in self.stages):
         self.release_sngan()
     else:
       gan = f'sngan{data}{s}'
       self.trained(gan, 'sngan', 'refinement', seed, config=gan_config, label='retrained SN-GAN')
     self.trained(f'refinement{data}{s}', 'refinement', 'refinement', seed, config=config,
-                 extra={'generator.path': gan}, after=(gan,))
+                 extra={'generator.path': gan}, after=(gan.split('/')[0],))
 
   def ablations(self, seed):
     """Each arm beside its reference: the generator's targets, and refinement without Y (scored
@@ -286,7 +290,7 @@ class _Builder:
       extra, after = dict(extra), ()
       if reference == 'refinement':
         gan = 'sngan_release' if self.o.release_sngan else f'sngan_s{seed}'
-        extra['generator.path'], after = gan, (gan,)
+        extra['generator.path'], after = RELEASE_GAN if self.o.release_sngan else gan, (gan,)
       self.trained(f'{arm}_s{seed}', reference, 'ablations', seed, extra=extra, after=after,
                    reference=f'{reference}_s{seed}', baselines=reference != 'refinement')
 
@@ -299,6 +303,10 @@ class _Builder:
       return base.split('_')[0] in ('synthesis', 'refinement', 'retrofit') or base in ABLATIONS
     models = [st.name for st in self.stages if st.result == 'fid' and st.name.endswith(
         f'_s{seed}') and shown(st.name.rsplit('_s', 1)[0])]
+    if not models:  # a figures stage of nothing would be recorded done and never draw
+      raise ValueError('--parts=figures draws the models of the other parts, and none of them '
+                       'trains one: give them too, e.g. --parts=synthesis,figures (the stages '
+                       'done in --out are skipped)')
     for model in models:
       target = f'samples/{model.rsplit("_s", 1)[0]}'
       cmds.append(['python', 'experiments/sample.py', f'--workdir={model}', f'--output={target}',
@@ -319,14 +327,14 @@ class _Builder:
     """The FID's floor and memorisation bound at its N, and the coverage of each model's
     samples (the figures stage's samples.npz)."""
     num = next(a.split('=', 1)[1] for a in self.fid if a.startswith('--num_samples='))
-    samples = ','.join(f'{m.rsplit("_s", 1)[0]}=samples/{m.rsplit("_s", 1)[0]}/samples.npz'
-                       for m in models)
+    files = [f'samples/{m.rsplit("_s", 1)[0]}/samples.npz' for m in models]
+    samples = ','.join(f'{m.rsplit("_s", 1)[0]}={f}' for m, f in zip(models, files))
     cmd = ['python', 'experiments/calibrate_fid.py', f'--workdir={models[0]}', f'--num={num}',
            '--feature_cache_dir=feature_cache', f'--samples={samples}',
            '--output=calibration/calibration.json', '--overwrite']
     self.stages.append(Stage('calibration', 'calibration', 'figures', [cmd],
                              ['calibration/calibration.json'], after=('figures',),
-                             result='json'))
+                             result='json', inputs=files))
 
 
 def build(options):

@@ -1,12 +1,14 @@
 """Markdown of the reproduction's tables, with the paper's numbers beside ours (pure Python).
 
 Input: the stages' done records {stage: {'result': {...}, 'failed': bool}} as the pipeline writes
-them (stage `<prefix>_s<seed>`; a FID result holds `<method>` and `<method>_runs`). Tables are
+them (stage `<prefix>_s<seed>`; an evaluation's result is an evaluation.result.EvalResult, FID
+first, every other metric it holds in columns beside it). Tables are
 numbered as the paper's (paper.TABLES). At the digits scale the paper column holds the paper's
 CIFAR-10 / CelebA Inception FID for the sign and relative size of each effect only; at the paper
 scale it is the paper's number with its std beside ours with both of ours (over seeds, over FID
 runs). Every table is checked to be well formed (as many cells per row as the header).
 """
+from tf_hat_ebm.evaluation import result as result_lib
 from tf_hat_ebm.reproduction import departures
 from tf_hat_ebm.reproduction import paper
 from tf_hat_ebm.reproduction import plateau
@@ -44,27 +46,43 @@ def stage_name(records, prefix, seed):
   return prefix if name not in records and prefix in records else name
 
 
-def per_seed(records, prefix, key, seeds):
-  """(values, FID runs, failed seeds) of result[key] of stages <prefix>_s<seed>."""
+def evaluations(records, prefix, seeds):
+  """The EvalResult of each stage <prefix>_s<seed> that holds one."""
+  found = (result_lib.from_record(records.get(stage_name(records, prefix, seed), {}).get('result'))
+           for seed in seeds)
+  return [e for e in found if e is not None]
+
+
+def per_seed(records, prefix, key, seeds, metric='fid'):
+  """(values, values of each sample set, failed seeds) of stages <prefix>_s<seed>: an
+  evaluation's `metric` of method `key`, or the number result[key] (an OOD AUROC)."""
   values, runs, failed = [], [], []
   for seed in seeds:
     record = records.get(stage_name(records, prefix, seed), {})
     result = record.get('result') or {}
-    values.append(result.get(key))
-    runs.append(result.get(f'{key}_runs') or [])
+    evaluation = result_lib.from_record(result)
+    values.append(evaluation.mean(metric, key) if evaluation else result.get(key))
+    runs.append(evaluation.sets(metric, key) if evaluation else [])
     if record.get('failed'):
       failed.append(seed)
   return values, runs, failed
 
 
 class Measured:
-  """One row's numbers: statistics.summary of its per-seed values, its stages and failures."""
+  """One row's numbers: statistics.summary of its per-seed values, its stages and failures, and
+  `others`: {metric: (result.Metric, summary)} of every other metric its evaluations hold."""
 
-  def __init__(self, records, prefix, key, seeds):
-    values, runs, self.failed = per_seed(records, prefix, key, seeds)
+  def __init__(self, records, prefix, key, seeds, metric='fid'):
+    values, runs, self.failed = per_seed(records, prefix, key, seeds, metric)
     self.summary = statistics.summary(values, runs)
     self.prefix, self.key, self.values = prefix, key, values
     self.shared = stage_name(records, prefix, seeds[0]) == prefix if seeds else False
+    self.others = {}
+    for evaluation in evaluations(records, prefix, seeds):
+      for name, shown in evaluation.metrics.items():
+        if name != metric and name not in self.others and evaluation.sets(name, key):
+          self.others[name] = (shown, statistics.summary(
+              *per_seed(records, prefix, key, seeds, name)[:2]))
 
   @property
   def mean(self):
@@ -82,13 +100,34 @@ class Measured:
     return self.prefix if self.shared else f'{self.prefix}_s*'
 
   def json(self, label, paper_value=None):
+    others = {name: summary for name, (_, summary) in self.others.items()}
     return dict(label=label, stages=self.pattern(), failed_seeds=self.failed,
-                paper=list(paper_value) if paper_value else None, **self.summary)
+                paper=list(paper_value) if paper_value else None, **self.summary,
+                **({'others': others} if others else {}))
 
 
 def _heads(runs, n_seeds, what='FID'):
   spread = f'± sd over {n_seeds} seeds' if n_seeds > 1 else '(1 seed: no sd)'
   return [f'ours: {what} {spread}', f'eval sd ({runs} FID runs)' if runs else 'eval sd']
+
+
+def _other_metrics(measured):
+  """{metric: result.Metric} of the other metrics any of `measured` holds: a column each."""
+  shown = {}
+  for m in measured:
+    for name, (metric, _) in m.others.items():
+      shown.setdefault(name, metric)
+  return shown
+
+
+def _other_heads(shown):
+  return [f'ours: {metric.label} ± sd' for metric in shown.values()]
+
+
+def _other_cells(m, shown):
+  """[mean ± sd over seeds] of each other metric of `shown` ('–' where m has none)."""
+  return [number(m.others[name][1]['mean'], m.others[name][1]['std'], metric.digits)
+          if name in m.others else DASH for name, metric in shown.items()]
 
 
 def _runs(rows):
@@ -165,9 +204,10 @@ def refinement_table(records, scale, seeds, published_sngan=False):
                 for d in ([data] if data else paper.REFINEMENT)]
       notes.append(f'DDLS recovers {100 * share:.0f}% of the Hat EBM\'s gain over the SN-GAN'
                    f'{where} (the paper: {", ".join(papers)}).')
-  headers = [''] + _heads(_runs(rows), len(seeds)) + [
+  shown = _other_metrics(m for _, m, *_ in rows)
+  headers = [''] + _heads(_runs(rows), len(seeds)) + _other_heads(shown) + [
       'ours vs SN-GAN G(Z0)', 'paper: FID ± sd', 'paper vs SN-GAN', 'stages']
-  cells = [[label] + m.cells() + [rel, p_value, p_rel, m.stages()]
+  cells = [[label] + m.cells() + _other_cells(m, shown) + [rel, p_value, p_rel, m.stages()]
            for label, m, rel, p_value, p_rel in rows]
   return _titled(1, markdown(headers, cells) + [''] + notes + ([''] if notes else [])), out
 
@@ -187,8 +227,11 @@ def synthesis_table(records, scale, seeds, configs):
                  number(*published) + where if published else DASH))
     rows.append((f'its generator alone G(Z), {config}', gen, DASH, 'not reported'))
     out += [hat.json(rows[-2][0], published), gen.json(rows[-1][0])]
-  headers = [''] + _heads(_runs(rows), len(seeds)) + ['ours vs G(Z)', 'paper: FID ± sd', 'stages']
-  cells = [[label] + m.cells() + [rel, p, m.stages()] for label, m, rel, p in rows]
+  shown = _other_metrics(m for _, m, *_ in rows)
+  headers = ([''] + _heads(_runs(rows), len(seeds)) + _other_heads(shown)
+             + ['ours vs G(Z)', 'paper: FID ± sd', 'stages'])
+  cells = [[label] + m.cells() + _other_cells(m, shown) + [rel, p, m.stages()]
+           for label, m, rel, p in rows]
   peers = '; '.join(f'{config}: ' + ', '.join(f'{k} {v}' for k, v in
                                               paper.SYNTHESIS_PEERS.get(config, {}).items())
                     for _, config in configs if config in paper.SYNTHESIS_PEERS)
@@ -204,9 +247,11 @@ def retrofit_table(records, scale, seeds):
   rel = percent(paper.relative(hat.mean, dec.mean)) if None not in (hat.mean, dec.mean) else DASH
   rows = [('decoder of Z ~ N(0, I)', dec, DASH, 'not reported'),
           ('Hat EBM X = G(Z_K) + Y_K', hat, rel, number(*paper.RETROFIT['hat_ebm']) + where)]
-  headers = ([''] + _heads(_runs(rows), len(seeds))
+  shown = _other_metrics(m for _, m, *_ in rows)
+  headers = ([''] + _heads(_runs(rows), len(seeds)) + _other_heads(shown)
              + ['ours vs the decoder', 'paper: FID ± sd', 'stages'])
-  cells = [[label] + m.cells() + [r, p, m.stages()] for label, m, r, p in rows]
+  cells = [[label] + m.cells() + _other_cells(m, shown) + [r, p, m.stages()]
+           for label, m, r, p in rows]
   lines = ['## Retrofit of an autoencoder\'s decoder (the paper\'s Section 4.2; no table there)',
            ''] + markdown(headers, cells) + ['']
   return lines, [dec.json(rows[0][0]), hat.json(rows[1][0], paper.RETROFIT['hat_ebm'])]
@@ -278,9 +323,11 @@ def ablation_table(records, seeds):
     rows.append((label, m, '; '.join(paper.ABLATIONS[c] for c in claims) or 'the reference arm'))
     collapsed = [s for s, v in zip(seeds, m.values) if v is not None and v > COLLAPSE_FID]
     out.append(dict(m.json(label), collapsed_seeds=collapsed))
-  headers = [''] + _heads(_runs(rows), len(seeds)) + ['per seed', 'paper', 'stages']
-  cells = [[label] + m.cells() + [per_seed_cell(m.values, seeds), claim, m.stages()]
-           for label, m, claim in rows]
+  shown = _other_metrics(m for _, m, *_ in rows)
+  headers = ([''] + _heads(_runs(rows), len(seeds)) + _other_heads(shown)
+             + ['per seed', 'paper', 'stages'])
+  cells = [[label] + m.cells() + _other_cells(m, shown)
+           + [per_seed_cell(m.values, seeds), claim, m.stages()] for label, m, claim in rows]
   note = (f'A seed whose FID is above {COLLAPSE_FID:.0f} is marked collapsed (held-out digits '
           'missing a whole class score 13-16 at N = 1,000): its spread is a failure, not noise.')
   return (['## Ablations (FID of the Hat EBM samples)', ''] + markdown(headers, cells)
@@ -409,12 +456,14 @@ def plateau_table(records, seeds):
     for seed, name in zip(seeds, names):
       record = records.get(name, {})
       result = record.get('result') or {}
-      earlier = result.get('plateau') or {}
+      # the plateau checkpoint's result beside the record's (inside it in earlier records)
+      end, earlier = (result_lib.from_record(r) for r in (
+          result, record.get('plateau') or result.get('plateau')))
+      end_step = end.step if end and end.step is not None else record.get('step')
       steps.add(record.get('step'))
       per_seed.append(dict(plateau.rule(
-          earlier.get(f'{key}_runs'), result.get(f'{key}_runs'), earlier.get('step'),
-          earlier.get('end_step', record.get('step')), ran_away=bool(record.get('failed'))),
-          seed=seed))
+          earlier and earlier.sets('fid', key), end and end.sets('fid', key),
+          earlier and earlier.step, end_step, ran_away=bool(record.get('failed'))), seed=seed))
     summary = plateau.arm(per_seed)
     trained = ', '.join(f'{s:,}' for s in sorted(s for s in steps if s is not None)) or DASH
     mids = sorted({r['mid_step'] for r in per_seed if r['mid_step'] is not None})

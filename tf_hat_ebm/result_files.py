@@ -2,8 +2,7 @@
 files written atomically (never a NaN), list flags as integers."""
 import json
 
-import tensorflow as tf
-
+from tf_hat_ebm import outputs
 from tf_hat_ebm import workdir as workdir_lib
 
 
@@ -18,12 +17,9 @@ def int_list(values, flag):
 
 
 def check_output_file(path, overwrite):
-  """A result file (fid.json, ...) is only replaced with --overwrite; checked before the work."""
-  if not path or tf.io.gfile.isdir(path):
-    raise ValueError(f'{path or "the output file"} is {"a directory" if path else "empty"}: give '
-                     'a file path')
-  if tf.io.gfile.exists(path) and not overwrite:
-    raise ValueError(f'{path} exists: pass --overwrite to replace it')
+  """A result file (fid.json, ...) is only replaced with --overwrite, and only by a file of its
+  own kind (outputs.check_result_file); checked before the work."""
+  outputs.check_result_file(path, overwrite)
 
 
 def write_json(path, result):

@@ -1,0 +1,183 @@
+"""The evaluation seam: every metric of metrics.METRICS on one pool of features, KID against
+TF-GAN and on real digits, the typed result written, read back and read in its first version."""
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from tf_hat_ebm import export
+from tf_hat_ebm import summaries
+from tf_hat_ebm import trained_run
+from tf_hat_ebm.evaluation import evaluate
+from tf_hat_ebm.evaluation import features
+from tf_hat_ebm.evaluation import fid
+from tf_hat_ebm.evaluation import metrics
+from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm.reproduction import tables
+
+from conftest import REPO, run_command, tiny
+
+
+@pytest.fixture(scope='module')
+def test_digits(tmp_path_factory):
+  """The digits classifier's features of the 297 test digits (the classifier of every FID, cached
+  once per session in $TF_HAT_EBM_CACHE)."""
+  data = tiny().data
+  return fid.data_activations(data, 'test', features.classifier_features(data, verbose=False),
+                              str(tmp_path_factory.mktemp('stats')), verbose=False)
+
+
+@pytest.mark.parametrize('sizes', [(100, 100), (1500, 1000), (50, 2100)])
+def test_kid_is_tf_gans_block_estimator(sizes):
+  tfgan = pytest.importorskip('tensorflow_gan')
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  rs = np.random.RandomState(0)
+  a, b = rs.normal(size=[sizes[0], 8]), rs.normal(size=[sizes[1], 8]) + 0.1
+  expected = tfgan.eval.kernel_classifier_distance_from_activations(
+      tf.constant(a), tf.constant(b), dtype=tf.float64)
+  assert metrics.kernel_distance(a, b) == pytest.approx(float(expected), rel=1e-9, abs=1e-12)
+
+
+def test_kid_of_disjoint_real_draws_is_near_zero_where_fid_is_not(test_digits):
+  """Two disjoint draws of 100 test digits: FID's small-sample bias is far above 0 (about 13 here),
+  KID's mean over draws is within 3 standard errors of 0."""
+  rs = np.random.RandomState(0)
+  kids, fids = [], []
+  for _ in range(20):
+    order = rs.permutation(len(test_digits))
+    a, b = test_digits[order[:100]], test_digits[order[100:200]]
+    kids.append(metrics.kernel_distance(a, b))
+    fids.append(fid.frechet_distance(a, b))
+  assert abs(np.mean(kids)) < 3 * np.std(kids, ddof=1) / np.sqrt(len(kids))
+  assert min(fids) > 2.0 and np.mean(fids) > 10 * np.std(fids, ddof=1) / np.sqrt(len(fids))
+  # a draw of other images is no draw of the data: KID far above its spread
+  shifted = metrics.kernel_distance(test_digits[:100], test_digits[100:200] * 1.3)
+  assert shifted > 10 * np.std(kids, ddof=1)
+
+
+def test_precision_and_recall_tell_poor_samples_from_missing_modes(test_digits):
+  assert metrics.manifold_share(np.arange(5.0)[:, None], [[4.5], [5.5], [-1.5]], k=1) == 1 / 3
+  _, labels = features.labelled_arrays(tiny().data, 'test')  # in the order of the features
+  order = np.random.RandomState(0).permutation(len(test_digits))
+  a, b = test_digits[order[:140]], test_digits[order[140:280]]
+  assert metrics.precision(a, b) > 0.85 and metrics.recall(a, b) > 0.85  # real against real
+  zeros = test_digits[labels == 0]  # a collapsed model: one class of real digits
+  assert metrics.precision(a, zeros) > 0.85 and metrics.recall(a, zeros) < 0.2
+  unlike = test_digits[order[140:280]] * 3.0  # images unlike any data, spread as widely
+  assert metrics.precision(a, unlike) < 0.2
+
+
+def test_every_metric_scores_one_pool():
+  rs = np.random.RandomState(1)
+  reference, pool = rs.normal(size=[60, 4]), rs.normal(size=[40, 4])
+  scores = metrics.score(reference, pool)
+  assert list(scores) == list(metrics.METRICS) == list(metrics.described())
+  assert scores['fid'] == fid.frechet_distance(reference, pool)
+  assert scores['kid'] == metrics.kernel_distance(reference, pool)
+
+
+def test_evaluate_fid_writes_the_result_it_prints_and_logs(trained_workdir, tmp_path):
+  workdir = str(tmp_path / 'run')
+  shutil.copytree(trained_workdir, workdir)
+  out = run_command('evaluate_fid.py', f'--workdir={workdir}', '--num_samples=20', '--runs=2',
+                    '--batch_size=10')
+  assert out.returncode == 0, out.stderr[-2000:]
+  result = result_lib.read(os.path.join(workdir, 'fid.json'))
+  with open(os.path.join(workdir, 'fid.json')) as f:
+    saved = json.load(f)
+  assert saved['schema'] == result_lib.SCHEMA == 2
+  assert result_lib.EvalResult.from_json(saved).to_json() == saved  # read back unchanged
+  assert list(result.methods) == ['hat_ebm', 'generator']
+  assert list(result.metrics) == list(metrics.METRICS)
+  assert (result.step, result.checkpoint, result.seed) == (2, 'ckpt-2', 0)
+  assert (result.num_samples, result.runs, result.data_size) == (20, 2, 297)
+  assert result.reference == 'digits/train' and result.data_split == 'digits/test'
+  assert result.feature_net.startswith('classifier_')
+  assert all(len(result.sets(metric, method)) == 2 for metric in result.metrics
+             for method in result.methods)
+  assert all(result.std('fid', method) > 0 for method in result.methods)  # sets share no chain
+  rows = [line for line in out.stdout.splitlines() if line.startswith('| ')]
+  assert [c.strip() for c in rows[0].split('|')[1:-1]] == ['samples'] + [
+      m.label for m in result.metrics.values()]
+  fid_cell = rows[1].split('|')[2].strip()
+  assert fid_cell == (f'{result.mean("fid", "hat_ebm"):.2f} ± '
+                      f'{result.std("fid", "hat_ebm"):.2f}')
+  assert rows[-1].split('|')[1].strip() == 'data: test split (297)'
+  logged = summaries.read_scalars(os.path.join(workdir, 'tensorboard'))
+  for metric in result.metrics:
+    mean = result.mean(metric, 'hat_ebm')
+    assert logged[f'eval/{metric}_hat_ebm'] == [(2, pytest.approx(mean))]
+    assert logged[f'eval/{metric}_data_test_vs_train'] == [
+        (2, pytest.approx(result.data[metric]))]
+  # The model card shows each value by its metric's label.
+  card = export.build_module(trained_run.load_run(workdir)).asset_texts['README.md']
+  shown = [line for line in card.splitlines() if line.startswith('- ') and ' samples, step 2): '
+           in line]
+  assert len(shown) == len(result.metrics) * len(result.methods)
+  assert [line.split(' (')[0] for line in shown[:2]] == ['- FID hat\\_ebm', '- FID generator']
+  kid = result.metrics['kid']
+  assert (f'- KID generator ({result.feature_net.replace("_", chr(92) + "_")}, 20 samples, '
+          f'step 2): {result.mean("kid", "generator"):.{kid.digits}f} ± '
+          f'{result.std("kid", "generator"):.{kid.digits}f}') in shown
+
+
+def test_the_first_version_of_fid_json_and_its_records_are_read():
+  old = dict(step=7, feature_net='classifier_ab', num_samples=20, runs=2, reference='digits/train',
+             data_test_vs_train=3.5, hat_ebm=[10.0, 12.0], generator=[20.0, 21.0])
+  result = result_lib.EvalResult.from_json(old)
+  assert list(result.methods) == ['hat_ebm', 'generator'] and list(result.metrics) == ['fid']
+  assert result.values == {'fid': {'hat_ebm': [10.0, 12.0], 'generator': [20.0, 21.0]}}
+  assert (result.step, result.data, result.mean('fid', 'hat_ebm')) == (7, {'fid': 3.5}, 11.0)
+  record = dict(hat_ebm=11.0, hat_ebm_runs=[10.0, 12.0], data=3.5)
+  assert result_lib.from_record(record).values == {'fid': {'hat_ebm': [10.0, 12.0]}}
+  assert result_lib.from_record({'noise': 0.9}) is None  # an OOD stage's AUROCs
+  with pytest.raises(ValueError, match='schema 3'):
+    result_lib.EvalResult.from_json(dict(schema=3))
+  # The committed digits reproduction: every FID of its records read as the runner stored it.
+  with open(os.path.join(REPO, 'docs', 'reproduction', 'digits', 'report.json')) as f:
+    stages = json.load(f)['stages']
+  read = 0
+  for record in stages.values():
+    evaluation = result_lib.from_record(record.get('result'))
+    for method in evaluation.methods if evaluation else ():
+      assert evaluation.mean('fid', method) == record['result'][method]
+      read += 1
+  assert read == 39  # 3 seeds of 7 FID stages, 1-3 methods each
+
+
+def test_report_tables_show_every_metric_of_the_results():
+  def stage(hat, gen):
+    return {'result': result_lib.EvalResult(
+        methods={'hat_ebm': 'Hat EBM', 'generator': 'G(Z)'}, metrics=metrics.described(),
+        values={'fid': {'hat_ebm': hat, 'generator': gen},
+                'kid': {'hat_ebm': [v / 100 for v in hat], 'generator': [v / 100 for v in gen]}},
+        runs=2).to_json()}
+
+  records = {'synthesis_s0': stage([10.0, 12.0], [20.0, 22.0]),
+             'synthesis_s1': stage([14.0, 16.0], [30.0, 32.0])}
+  lines, rows = tables.synthesis_table(records, 'digits', [0, 1], [('synthesis', 'digits_synth')])
+  header = [c.strip() for c in lines[2].split('|')[1:-1]]
+  assert header[1:4] == ['ours: FID ± sd over 2 seeds', 'eval sd (2 FID runs)',
+                         'ours: KID ± sd']
+  hat = [c.strip() for c in lines[4].split('|')[1:-1]]
+  assert hat[1] == '13.00 ± 2.83' and hat[3] == '0.1300 ± 0.0283'
+  assert rows[0]['others']['kid']['mean'] == pytest.approx(0.13)
+  # Records of the first version hold FIDs only: no column for what they lack.
+  legacy = {'synthesis_s0': {'result': dict(hat_ebm=11.0, hat_ebm_runs=[10.0, 12.0], data=3.0)}}
+  lines, _ = tables.synthesis_table(legacy, 'digits', [0], [('synthesis', 'digits_synth')])
+  assert 'KID' not in lines[2] and '| 11.00 | 1.41 |' in lines[4]
+
+
+def test_evaluation_table_has_a_column_per_metric():
+  shown = metrics.described()
+  result = result_lib.EvalResult(
+      methods={'hat_ebm': 'Hat EBM'}, metrics={k: shown[k] for k in ('fid', 'kid')},
+      values={'fid': {'hat_ebm': [1.0, 3.0]}, 'kid': {'hat_ebm': [0.5, 0.75]}},
+      data={'fid': 0.25, 'kid': -0.001}, num_samples=10, data_split='digits/test', data_size=297)
+  assert evaluate.table(result) == [
+      '| samples                | FID         | KID             |',
+      '|------------------------|-------------|-----------------|',
+      '| Hat EBM (10)           | 2.00 ± 1.41 | 0.6250 ± 0.1768 |',
+      '| data: test split (297) | 0.25        | -0.0010         |']

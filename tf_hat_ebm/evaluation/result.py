@@ -1,0 +1,142 @@
+"""The result of an evaluation: per metric, per method, the value of each sample set.
+
+`EvalResult` is what tf-hat-ebm-evaluate-fid writes as <workdir>/fid.json and tf-hat-ebm-compare
+as scores.json, and what the model card, TensorBoard and the reproduction read; the schema is in
+docs/usage.md. Each metric names its label and decimals in the file, so a reader shows a value
+by its metric, never by its shape. Files written before the schema (version 1: one list of FIDs
+per method) and the reproduction's records of them are read as version 1. Pure Python.
+"""
+import dataclasses
+import json
+import math
+from typing import Dict, List, Optional
+
+SCHEMA = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Metric:
+  """How a metric is named and shown (its values are in EvalResult.values)."""
+  label: str
+  digits: int = 2  # decimals shown
+  better: str = 'lower'  # 'lower', 'higher' or 'neither'
+  description: str = ''
+
+
+FID = Metric('FID', 2, 'lower', 'Frechet distance between Gaussians fitted to the features of '
+             'the samples and of the reference (Heusel et al. 2017)')
+
+
+@dataclasses.dataclass
+class EvalResult:
+  """Scores of every method of a run (and of the test split) against one reference."""
+  methods: Dict[str, str]  # method -> its row label, in table order
+  metrics: Dict[str, Metric]  # metric -> how it is shown, in column order
+  values: Dict[str, Dict[str, List[float]]]  # metric -> method -> the value of each sample set
+  # metric -> the held-out split against the reference: how far from 0 real data scores
+  data: Dict[str, float] = dataclasses.field(default_factory=dict)
+  step: Optional[int] = None
+  checkpoint: Optional[str] = None
+  seed: Optional[int] = None
+  num_samples: Optional[int] = None  # per method and sample set
+  runs: Optional[int] = None  # sample sets per method
+  data_split: str = ''  # '<dataset>/<split>' of `data`, the held-out split
+  data_size: Optional[int] = None  # its images
+  feature_net: str = ''
+  feature_description: str = ''
+  reference: str = ''  # '<dataset>/<split>' the metrics compare with
+  chain: str = ''
+
+  def sets(self, metric, method) -> List[float]:
+    """The value of each sample set ([] when the method has none)."""
+    return list(self.values.get(metric, {}).get(method, []))
+
+  def mean(self, metric, method) -> Optional[float]:
+    values = self.sets(metric, method)
+    return sum(values) / len(values) if values else None
+
+  def std(self, metric, method) -> Optional[float]:
+    """The sample std (ddof 1) over the sample sets; None with fewer than two."""
+    values = self.sets(metric, method)
+    if len(values) < 2:
+      return None
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+  def to_json(self):
+    return {'schema': SCHEMA, **dataclasses.asdict(self)}
+
+  @classmethod
+  def from_json(cls, saved):
+    """The result of a JSON object of either version (a ValueError for anything else)."""
+    if not isinstance(saved, dict):
+      raise ValueError(f'an evaluation result is a JSON object, not {type(saved).__name__}')
+    if 'schema' not in saved:
+      return _version1(saved)
+    if saved['schema'] != SCHEMA:
+      raise ValueError(f'an evaluation result of schema {saved["schema"]!r}; this version reads '
+                       f'schema {SCHEMA} and files without a schema')
+    fields = {f.name for f in dataclasses.fields(cls)}
+    try:
+      values = {k: v for k, v in saved.items() if k in fields}
+      values['metrics'] = {k: _metric(m) for k, m in saved['metrics'].items()}
+      values['values'] = {metric: {method: [float(v) for v in sets] for method, sets in
+                                   by_method.items()} for metric, by_method in
+                          saved['values'].items()}
+      return cls(**values)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+      raise ValueError(f'a malformed evaluation result ({type(e).__name__}: {e})') from None
+
+
+def _metric(saved):
+  metric = Metric(**saved)
+  if not (isinstance(metric.label, str) and isinstance(metric.digits, int)
+          and 0 <= metric.digits <= 10 and isinstance(metric.better, str)):
+    raise ValueError(f'a metric of label {metric.label!r}, digits {metric.digits!r}')
+  return metric
+
+
+def _numbers(value):
+  return (isinstance(value, list) and bool(value) and all(
+      isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+      for v in value))
+
+
+def _version1(saved):
+  """fid.json before the schema ({method: [FID per set]}, data_test_vs_train) or the
+  reproduction's record of it ({method: mean FID, method_runs: [FID per set], data})."""
+  record = any(k.endswith('_runs') for k in saved) or 'data' in saved
+  fids = {}
+  for key, value in saved.items():
+    if not record and _numbers(value):
+      fids[key] = value
+    elif record and key.endswith('_runs') and _numbers(value):
+      fids[key[:-len('_runs')]] = value
+    elif record and key != 'data' and f'{key}_runs' not in saved and _numbers([value]):
+      fids[key] = [value]  # a mean without its sets: one value
+  data = saved.get('data' if record else 'data_test_vs_train')
+  step = saved.get('step')
+  return EvalResult(
+      methods={k: k for k in fids}, metrics={'fid': FID}, values={'fid': fids},
+      data={'fid': data} if _numbers([data]) else {},
+      step=step if isinstance(step, int) else None,
+      num_samples=saved.get('num_samples') if isinstance(saved.get('num_samples'), int) else None,
+      runs=saved.get('runs') if isinstance(saved.get('runs'), int) else None,
+      feature_net=str(saved.get('feature_net') or ''),
+      feature_description=str(saved.get('feature_description') or ''),
+      reference=str(saved.get('reference') or ''))
+
+
+def from_record(result):
+  """The EvalResult a reproduction stage's record holds, or None for another result (an OOD
+  stage's {set: AUROC})."""
+  if not isinstance(result, dict) or not (
+      'schema' in result or 'data' in result or any(k.endswith('_runs') for k in result)):
+    return None
+  return EvalResult.from_json(result)
+
+
+def read(path):
+  """The result in a local JSON file (either version)."""
+  with open(path) as f:
+    return EvalResult.from_json(json.load(f))
