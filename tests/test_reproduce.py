@@ -136,13 +136,17 @@ def test_finished_pipeline_only_rewrites_the_report_quietly(tmp_path):
       metrics={'fid': result_lib.FID}, values={'fid': {'hat_ebm': [11.0], 'generator': [25.0]}},
       data={'fid': 3.0}, step=2, runs=1)
   result_files.write_json(str(workdir / 'fid.json'), evaluation.to_json())  # as evaluate.py does
+  # and the plateau rule's checkpoint's (its --checkpoint's step)
+  earlier = result_lib.EvalResult.from_json(dict(evaluation.to_json(), step=int(
+      runner.flag_of(stage.commands[-1], 'checkpoint').rsplit('-', 1)[1])))
+  result_files.write_json(str(workdir / stages.PLATEAU_FID), earlier.to_json())
   files = {f'synthesis_s0/{n}': runner.file_sha256(str(workdir / n))
-           for n in ('config.json', 'fid.json')}
+           for n in ('config.json', 'fid.json', stages.PLATEAU_FID)}
   done = dict(stage='synthesis_s0', scale='digits', size='tiny', commands=stage.command_lines(),
               seconds=60.0, step=2, num_steps=2, files=files,
               config=dict(sha256=files['synthesis_s0/config.json'],
                           body_sha256=runner.config_body_sha256(str(workdir / 'config.json'))),
-              result=evaluation.to_json())
+              result=evaluation.to_json(), plateau=earlier.to_json())
   (out / 'synthesis_s0' / 'done.json').write_text(json.dumps(done))
   env = {k: v for k, v in os.environ.items() if k != 'TF_CPP_MIN_LOG_LEVEL'}
   result = reproduce('--size=tiny', '--seeds=0', '--parts=synthesis', f'--out={out}', env=env,
