@@ -1,7 +1,10 @@
 r"""DDLS's step size and steps by a small sweep on the digits, scored as compare_baselines scores.
 
-  python benchmarks/ddls_sweep.py --workdir=workdir/digits_refine --seed=7 \
-      --step_sizes=0.01,0.03,0.1,0.3 --steps=50,100,200
+  python benchmarks/ddls_sweep.py --workdir=workdir/digits_refine --seed=7
+
+The default grid brackets the digits config's 0.2 x 300 steps on every side (eps 0.1-0.5, 150-1,200
+steps): the first sweep's best sat at its longest chain (300) and eps 0.3 never ran at 300, so its
+optimum could lie outside it.
 
 DDLS (Che et al. 2020) samples Langevin in z on ||z||^2/2 - D(G(z)) with the refinement run's
 SN-GAN generator and discriminator (the hat is not used). Each setting draws --fid_runs sets of
@@ -23,8 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--workdir', required=True, help='a refinement run (its SN-GAN G and D)')
-  parser.add_argument('--step_sizes', default='0.01,0.03,0.1,0.3')
-  parser.add_argument('--steps', default='50,100,200')
+  parser.add_argument('--step_sizes', default='0.1,0.2,0.3,0.5')
+  parser.add_argument('--steps', default='150,300,600,1200')
   parser.add_argument('--seed', type=int, default=7)
   parser.add_argument('--fid_samples', type=int, default=2000)
   parser.add_argument('--fid_runs', type=int, default=2)

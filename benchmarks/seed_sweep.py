@@ -1,7 +1,7 @@
 r"""Seed sweep: train one experiment for several seeds and score every run the same way.
 
   python benchmarks/seed_sweep.py                                  # digits synthesis, seeds 0-4
-  python benchmarks/seed_sweep.py --seeds=0,1 --num_steps=6000     # 3x the default length
+  python benchmarks/seed_sweep.py --seeds=0,1 --num_steps=2000     # the first default length
   python benchmarks/seed_sweep.py --chain=refinement --seeds=0,1,2 # SN-GAN, then refinement
   python benchmarks/seed_sweep.py --chain=retrofit --seeds=0,1,2   # autoencoder, then retrofit
   python benchmarks/seed_sweep.py --override=perf.precision=float32 --out=/tmp/sweep_f32

@@ -4,11 +4,13 @@ r"""How far the digits FID can go at a sample size N, and the class coverage of 
       --samples=synthesis=samples/synthesis/samples.npz --output=calibration.json
 
 For the dataset of --workdir's run (its config.json), against the train split's statistics: the
-FID of --num held-out test digits (the floor; drawn with replacement when the split is smaller),
-of --num training digits (a generator that copied its data) and of --num test digits without
-one class (a missing mode), each over --runs draws. Per --samples file (an .npz of sample.py,
-its `images`): the class histogram by the FID's own classifier, the share of its rarest class,
-and the distance of each sample to its nearest training image beside the test digits' own.
+FID of --num held-out test digits (the floor), of --num training digits (a generator that copied
+its data) and of --num test digits without one class (a missing mode), each over --runs draws
+without replacement, or, for a set smaller than --num (the 297 test digits), extrapolated from a
+fit FID(n) = a + b / n over its subsamples, with the fit's standard error. Per --samples file (an
+.npz of sample.py, its `images`): the class histogram by the FID's own classifier, the share of
+its rarest class, and the distance of each sample to its nearest training image beside the test
+digits' own.
 Writes --output (JSON). The same program as tf-hat-ebm-calibrate-fid:
 tf_hat_ebm.evaluation.calibration.calibrate_command.
 """

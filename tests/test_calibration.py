@@ -26,18 +26,35 @@ def test_nearest_distances_and_histograms_are_exact():
   assert h == dict(counts=[2, 1, 3, 0], rarest_class=3, rarest_share=0.0)
 
 
+def test_the_inverse_n_fit_recovers_its_line_and_predicts_with_its_error():
+  rng = np.random.RandomState(0)
+  sizes = np.repeat([90, 120, 150, 180, 210, 240], 20)
+  values = 0.7 + 670.0 / sizes + rng.normal(0, 1.0, len(sizes)) * 90 / sizes
+  fit = calibration.fit_inverse_n(sizes, values, 1000)
+  assert fit['a'] == pytest.approx(0.7, abs=3 * fit['a_std']) and fit['a_std'] < 0.5
+  assert fit['b'] == pytest.approx(670.0, abs=3 * fit['b_std'])
+  assert fit['mean'] == pytest.approx(fit['a'] + fit['b'] / 1000)
+  assert 0 < fit['std'] < fit['a_std']  # nearer the data than n -> infinity
+  exact = calibration.fit_inverse_n([100, 100, 200, 200], [3.0, 3.0, 2.0, 2.0], 400)
+  assert exact['mean'] == pytest.approx(1.5) and exact['b'] == pytest.approx(200.0)
+
+
 def test_memorised_digits_score_below_the_held_out_floor(setup):
   data_cfg, net, cache = setup
   cal = calibration.calibrate(data_cfg, net, cache, num=400, runs=2)
-  # 400 > the 297 test digits: drawn with replacement; the training digits are not.
-  assert cal['replacement'] and cal['test_size'] == 297
-  assert cal['memorisation']['mean'] < cal['floor']['mean']
-  assert cal['floor']['std'] is not None and cal['floor']['runs'] == 2
+  # 400 > the 297 test digits: extrapolated from subsamples, none drawn twice; the training
+  # digits (1,500) are measured.
+  floor = cal['floor']
+  assert cal['test_size'] == 297 and floor['method'] == 'extrapolated' and floor['pool'] == 297
+  assert max(floor['fit']['sizes']) < 297 and len(floor['fit']['values']) == floor['runs'] == 120
+  assert cal['memorisation']['method'] == 'measured' and cal['memorisation']['runs'] == 2
+  assert cal['memorisation']['mean'] < floor['mean'] and floor['std'] > 0
+  assert cal['dropped_class']['method'] == 'extrapolated'
   assert sum(cal['test']['counts']) == 297 and cal['test']['rarest_share'] < 0.1
   assert cal['test']['nn_p5'] < cal['test']['nn_mean']
   whole = calibration.calibrate(data_cfg, net, cache, num=297, runs=3)  # the whole test split
   assert whole['floor']['runs'] == 1 and whole['floor']['std'] is None
-  assert not whole['replacement'] and whole['memorisation']['runs'] == 3
+  assert whole['floor']['method'] == 'measured' and whole['memorisation']['runs'] == 3
 
   train = calibration.split_images(data_cfg, 'train')
   copies = calibration.coverage(train[:200], net, data_cfg, cal)
@@ -48,5 +65,28 @@ def test_memorised_digits_score_below_the_held_out_floor(setup):
 
   lines = tables.calibration_section(cal, {'copies of training digits': copies})
   text = '\n'.join(lines)
-  assert f'{cal["floor"]["mean"]:.2f}' in text and 'gap below ~2' in text
+  assert f'{floor["mean"]:.2f} ± {floor["std"]:.2f}' in text
+  assert f'{floor["fit"]["a"]:.2f} + {floor["fit"]["b"]:.0f} / n' in text
   assert '| copies of training digits |' in text and '100.0% |' in text
+  assert 'extrapolated from 297 images' in text and 'with replacement' not in text
+
+
+def gap_cal(floor=1.4, std=0.2):
+  fit = dict(a=0.7, b=700.0, a_std=0.3)
+  return dict(num=1000, floor=dict(mean=floor, std=std, method='extrapolated', fit=fit),
+              memorisation=dict(mean=0.2, std=0.05), dropped_class=dict(mean=15.4, label=0))
+
+
+def test_the_gap_paragraph_is_computed_from_the_numbers():
+  text = tables.gap_lines(gap_cal(), [('synthesis', 8.4, 1.0), ('copycat', 0.3, 0.1),
+                                      ('close', 1.9, 0.4), ('none', None, None)])[0]
+  assert '0.70 of it, 50%, is the bias of 1,000 samples' in text
+  assert 'held-out digits would score 0.70 ± 0.30' in text
+  assert 'without class 0 15.40, 14.00 above the floor' in text
+  assert 'synthesis 8.40 (+7.00, 0.50 of a missing class)' in text
+  assert 'as close to the data as this FID can tell at this N: close.' in text  # 0.5 < 0.89
+  assert 'check the nearest-training-image column for copies): copycat.' in text
+  assert 'none' not in text.split('Each model')[1]
+  assert 'most of the floor' not in text and '~2' not in text  # no fixed text
+  other = tables.gap_lines(gap_cal(floor=3.0, std=0.1), [('synthesis', 8.4, 1.0)])[0]
+  assert 'synthesis 8.40 (+5.40, 0.44 of a missing class)' in other

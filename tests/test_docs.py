@@ -1,12 +1,15 @@
 """Docs that agree with themselves: every relative link and README section they name exists, the
-package's description on the index has absolute links only, and one citation everywhere."""
+package's description on the index has absolute links only, one citation everywhere, and the
+numbers of the committed reproduction quoted as its report.json has them."""
 import glob
+import json
 import os
 import re
 
 import pytest
 
 from conftest import REPO
+from tf_hat_ebm.reproduction import quote
 
 LINK = re.compile(r'\[[^\]]*\]\(([^)\s]+)\)')
 FENCE = re.compile(r'```.*?```', re.S)
@@ -81,17 +84,28 @@ def test_the_package_description_has_absolute_links_and_the_citation():
     assert export.BIBTEX in _text(os.path.join(REPO, path), code=True), path
 
 
-def test_the_readme_quotes_the_joint_sweep_as_its_one_source_has_it():
-  """The README's refinement / retrofit FIDs are the seed-sweep table of docs/speed.md."""
-  readme = _text(os.path.join(REPO, 'README.md'))
-  speed = _text(os.path.join(REPO, 'docs', 'speed.md'))
-  for chain in ('refinement', 'retrofit'):
-    row = next(line for line in readme.splitlines() if line.startswith(f'| {chain} |'))
-    f32, bf16 = [cell.strip().split(' / ') for cell in row.strip('|').split('|')[2:4]]
-    rows = [line for line in speed.splitlines()
-            if line.startswith(f'| {chain[:6]}')]
-    assert len(rows) == 3, chain
-    for seed, line in enumerate(rows):
-      cells = [c.strip() for c in line.strip('|').split('|')]
-      assert cells[1] == str(seed)
-      assert cells[-2].startswith(f'**{f32[seed]} ') and cells[-1].startswith(f'**{bf16[seed]} ')
+def test_the_docs_quote_the_committed_report_as_its_json_has_it():
+  """README, results.md and reproduce.md quote docs/reproduction/digits/report.json: their block
+  is quote.block(report) (`python -m tf_hat_ebm.reproduction.quote` rewrites it)."""
+  with open(os.path.join(REPO, quote.REPORT)) as f:
+    report = json.load(f)
+  expected = quote.block(report)
+  for page in quote.PAGES:
+    got = quote.quoted(_text(os.path.join(REPO, page), code=True))
+    assert got is not None, f'{page} has no block of the report\'s numbers'
+    assert got == expected, f'{page} quotes other numbers than {quote.REPORT}: rerun quote.py'
+  synthesis = next(r for r in report['tables']['synthesis'] if r['label'].startswith('Hat EBM'))
+  row = next(line for line in expected if line.startswith('| Table 2, synthesis'))
+  assert f'{synthesis["mean"]:.2f} ± {synthesis["std"]:.2f}' in row
+  # a number edited in the report is a failure of every page
+  edited = json.loads(json.dumps(report))
+  edited['checks'][5]['verdict'] = 'holds (in 2 of the last 3 runs)'
+  assert quote.block(edited) != expected
+
+
+def test_withdrawn_numbers_are_gone_from_the_user_pages():
+  for page in quote.PAGES:
+    text = _text(os.path.join(REPO, page), code=True)
+    for withdrawn in ('36.1 / 40.0 / 36.0', '8.68 / 14.97 / 14.07', '34.72', '31.44',
+                      '3.49 ± 0.21', 'in 2 of the last 3 runs', '15.84 / 14.27 / 11.84'):
+      assert withdrawn not in text, (page, withdrawn)

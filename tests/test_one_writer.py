@@ -51,6 +51,21 @@ def test_a_second_evaluation_of_one_workdir_at_once_is_refused(workdir, monkeypa
   assert not os.path.exists(path) and not os.path.exists(os.path.join(workdir, '.fid.json.lock'))
 
 
+def test_an_evaluation_to_another_output_locks_that_file_not_fid_json(tmp_path, monkeypatch):
+  # The plateau rule's checkpoint is scored to fid_plateau.json (--output) beside fid.json.
+  def started(*args, **kwargs):
+    raise RuntimeError('the evaluation started')
+  monkeypatch.setattr(evaluate, 'load_for_eval', started)
+  workdir, path = str(tmp_path), str(tmp_path / 'fid_plateau.json')
+  with outputs.ResultWriter([path], False, 'evaluate_fid.py'):
+    with pytest.raises(workdir_lib.WorkdirLockedError, match='writing fid_plateau.json'):
+      evaluate.evaluate_run(workdir, output=path)
+  with outputs.ResultWriter([os.path.join(workdir, 'fid.json')], False, 'evaluate_fid.py'):
+    with pytest.raises(RuntimeError, match='the evaluation started'):
+      evaluate.evaluate_run(workdir, output=path)
+  assert sorted(os.listdir(workdir)) == []
+
+
 def test_a_symlink_never_carries_an_output_into_a_workdirs_checkpoints(workdir, tmp_path):
   ckpt_dir = os.path.join(workdir, 'checkpoints')
   before = sorted(os.listdir(ckpt_dir))

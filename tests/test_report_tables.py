@@ -94,12 +94,12 @@ def test_every_table_is_well_formed():
     tables_seen += 1
   assert tables_seen == 6
   head, rows = table_rows(lines, 'Ablations')
-  assert len(head) == 5 and [r[0] for r in rows][:3] == [
+  assert len(head) == 6 and [r[0] for r in rows][:3] == [
       'historical bank (the paper)', 'current samples = cooperative learning without batch norm',
       'cooperative learning (batch-norm generator)']
   assert 'failed: seeds [0]' in rows[1][-1]
   assert tables.COOP_NOTE in lines  # why one row stands for two of the paper's arms
-  assert 'fails without batch norm' in rows[1][3] and 'works with batch norm' in rows[2][3]
+  assert 'fails without batch norm' in rows[1][4] and 'works with batch norm' in rows[2][4]
   with pytest.raises(ValueError, match='has 3 cells, the header 4'):
     tables.markdown(['a', 'b', 'c', 'd'], [[1, 2, 3]])
 
@@ -181,3 +181,71 @@ def test_the_paper_configs_differ_from_the_appendix_only_where_documented():
   # Both follow the authors' release (docs/differences.md: each config says which it follows).
   assert differs == [('cifar10_refine', 'langevin.prior_sigma'),
                      ('cifar10_retrofit', 'training.data_eps')]
+
+
+def test_a_verdict_that_flips_between_reruns_is_borderline():
+  seeds = [0, 1, 2]
+  records = records_for(seeds, shift=1.0)
+  claim = 'historical bank beats cooperative learning with batch norm'
+  earlier = [dict(path='run1/report.json', checks=[dict(check=claim, verdict='holds')]),
+             dict(path='run2/report.json',
+                  checks=[dict(check=claim, verdict='not resolved at 3 seeds')])]
+  lines, out = tables.checks_table(records, seeds, earlier)
+  checks = {c['check']: c for c in out}
+  flipped = checks[claim]
+  assert flipped['verdict'] == tables.BORDERLINE
+  assert flipped['text'].startswith('borderline: holds in this run, but not resolved at 3 seeds '
+                                    'in run2/report.json (1 of 2 earlier runs differ). This run:')
+  # the same verdict at another seed count is not a flip; no earlier report: the run's own
+  same = [dict(path='r', checks=[dict(check=claim, verdict='holds')])]
+  assert tables.checks_table(records, seeds, same)[1][5]['verdict'] == 'holds'
+  assert checks['Hat EBM beats its SN-GAN (Table 1)']['verdict'] == 'holds'
+  unresolved = [dict(path='r', checks=[dict(check='DDLS beats its SN-GAN (Table 1)',
+                                            verdict='not resolved at 5 seeds')])]
+  assert tables.rerun_verdict('DDLS beats its SN-GAN (Table 1)', 'not resolved at 3 seeds',
+                              unresolved) == ('not resolved at 3 seeds', '')
+
+
+def test_a_collapsed_seed_is_labelled_in_the_ablations():
+  seeds = [0, 1, 2]
+  records = records_for(seeds)
+  records['current_s1'] = fid_record(hat_ebm=[172.0, 174.0])
+  records['current_s0'] = fid_record(hat_ebm=[50.0, 52.0])
+  lines, out = tables.ablation_table(records, seeds)
+  head, rows = table_rows(lines, 'Ablations')
+  current = next(r for r in rows if r[0] == tables.CURRENT)
+  assert current[head.index('per seed')] == 's0 51.0, s1 173.0 (collapsed), s2 –'
+  assert out[1]['collapsed_seeds'] == [1] and out[2]['collapsed_seeds'] == []
+  assert 'above 100 is marked collapsed' in '\n'.join(lines)
+
+
+def test_every_digits_departure_has_its_measured_reason():
+  from conftest import load_config  # pylint: disable=g-import-not-at-top
+  names = ('digits_synth', 'digits_sngan', 'digits_refine', 'digits_retrofit')
+  lines, data = tables.settings_table({n: load_config(n) for n in names}, 'digits')
+  differs = [d for d in data if not d['same']]
+  assert len(differs) >= 25 and all(d['reason'] for d in differs), [
+      (d['config'], d['field']) for d in differs if not d['reason']]
+  fields = {(d['config'], d['field']) for d in differs}
+  assert {('digits_synth', 'langevin.max_drift'), ('digits_retrofit', 'langevin.latent_sphere'),
+          ('digits_refine', 'sampling.steps'), ('digits_refine', 'optim.hat_lr_boundaries'),
+          ('digits_sngan', 'training.num_steps'), ('digits_refine', 'ddls.steps')} <= fields
+  text = '\n'.join(lines)
+  assert 'differs (digits scale)' not in text and "the release's 1e-8" in text
+  head, rows = table_rows(lines, 'Settings')
+  assert all(len(r) == len(head) for r in rows)  # no stray '|' in a reason
+
+
+def test_the_digits_report_says_what_it_does_not_test():
+  from tf_hat_ebm.reproduction import departures  # pylint: disable=g-import-not-at-top
+  text = '\n'.join(departures.scope_lines())
+  for item in ('ImageNet 128', 'CelebA', 'Inception', '|Y| << |G(Z)|', 'inferred Z',
+               'no paper-scale run has been made', "Table 2's SN-GAN"):
+    assert item in text, item
+  lines, _ = tables.ood_table({'nearood_s0': {'result': {'other_digits': 0.96}}}, 'digits', [0],
+                              (('nearood', 'model of digits 0-4'),))
+  assert 'not comparable' in '\n'.join(lines)
+  _, checks = tables.checks_table(records_for([0, 1, 2]), [0, 1, 2])
+  why = departures.effect_lines(checks)
+  assert len(why) == 2 + len(checks) + 1 and why[2].startswith(
+      '- Hat EBM beats its SN-GAN (Table 1): the digits SN-GAN is scored at the end')

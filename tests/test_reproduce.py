@@ -54,6 +54,11 @@ def test_tiny_pipeline_reports_skips_when_done_and_resumes(tmp_path):
   assert '| SN-GAN G(Z0) | – | – |' in markdown  # a part not run is a dash, not a number
   assert 'train_synthesis.py' in markdown and '--config.seed=1' in markdown
   assert os.listdir(os.path.join(out, 'tensorboard'))
+  # the plateau rule's checkpoint (step 1 of the tiny 2) was archived and scored
+  plateau = report['plateau'][0]
+  assert plateau['arm'] == 'synthesis: Hat EBM' and plateau['steps'] == [2]
+  assert [s['mid_step'] for s in plateau['seeds']] == [1, 1] and plateau['mid'] is not None
+  assert '## Trained to a plateau?' in markdown and '## What this scale does not test' in markdown
 
   # All done: nothing runs again.
   second = reproduce(*args)
@@ -73,7 +78,7 @@ def test_tiny_pipeline_reports_skips_when_done_and_resumes(tmp_path):
     log = f.read()
   # Trained to its step: neither the training nor the evaluation runs again.
   assert log.count('$ python experiments/train_synthesis.py') == 1
-  assert log.count('$ python experiments/evaluate_fid.py') == 1
+  assert log.count('$ python experiments/evaluate_fid.py') == 2  # the end's, the 2/3 checkpoint's
   assert os.path.getmtime(os.path.join(out, 'synthesis_s1', 'fid.json')) == fid_time
   with open(os.path.join(out, 'synthesis_s1', 'done.json')) as f:
     assert json.load(f)['exits'][0]['exit'] == 'skipped: trained to step 2'
@@ -131,13 +136,17 @@ def test_finished_pipeline_only_rewrites_the_report_quietly(tmp_path):
       metrics={'fid': result_lib.FID}, values={'fid': {'hat_ebm': [11.0], 'generator': [25.0]}},
       data={'fid': 3.0}, step=2, runs=1)
   result_files.write_json(str(workdir / 'fid.json'), evaluation.to_json())  # as evaluate.py does
+  # and the plateau rule's checkpoint's (its --checkpoint's step)
+  earlier = result_lib.EvalResult.from_json(dict(evaluation.to_json(), step=int(
+      runner.flag_of(stage.commands[-1], 'checkpoint').rsplit('-', 1)[1])))
+  result_files.write_json(str(workdir / stages.PLATEAU_FID), earlier.to_json())
   files = {f'synthesis_s0/{n}': runner.file_sha256(str(workdir / n))
-           for n in ('config.json', 'fid.json')}
+           for n in ('config.json', 'fid.json', stages.PLATEAU_FID)}
   done = dict(stage='synthesis_s0', scale='digits', size='tiny', commands=stage.command_lines(),
               seconds=60.0, step=2, num_steps=2, files=files,
               config=dict(sha256=files['synthesis_s0/config.json'],
                           body_sha256=runner.config_body_sha256(str(workdir / 'config.json'))),
-              result=evaluation.to_json())
+              result=evaluation.to_json(), plateau=earlier.to_json())
   (out / 'synthesis_s0' / 'done.json').write_text(json.dumps(done))
   env = {k: v for k, v in os.environ.items() if k != 'TF_CPP_MIN_LOG_LEVEL'}
   result = reproduce('--size=tiny', '--seeds=0', '--parts=synthesis', f'--out={out}', env=env,

@@ -50,8 +50,20 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
       'langevin.use_residual': False, 'sampling.use_residual': False}
   assert noresidual.config == s['refinement_s0'].config == 'experiments/configs/digits_refine.py'
   # the arm is scored alone: its SN-GAN and DDLS rows would repeat the reference's
-  assert noresidual.commands[-1][-1] == '--nobaselines' and '--nobaselines' not in s[
-      'refinement_s0'].commands[-1] and '--nobaselines' not in s['current_s0'].commands[-1]
+  assert noresidual.commands[1][-1] == '--nobaselines' and '--nobaselines' not in s[
+      'refinement_s0'].commands[1] and '--nobaselines' not in s['current_s0'].commands[1]
+  # the plateau rule's checkpoint at 2/3 of training: archived, scored after the end's FID
+  assert s['synthesis_s0'].overrides['training.archive_every'] == 4000
+  assert s['sngan_s0'].overrides['training.archive_every'] == 1600  # on the 25-step loop grid
+  assert s['retrofit_s1'].command_lines()[0].endswith('--config.training.archive_every=1600')
+  assert s['synthesis_s0'].command_lines()[2] == (
+      'python experiments/evaluate_fid.py --workdir=synthesis_s0 --num_samples=1000 --runs=2 '
+      '--feature_cache_dir=feature_cache --checkpoint=synthesis_s0/checkpoints/archive/ckpt-4000 '
+      '--output=synthesis_s0/fid_plateau.json --nobaselines')
+  assert s['refinement_s0'].outputs == [None, 'refinement_s0/fid.json',
+                                        'refinement_s0/fid_plateau.json']
+  assert '--nobaselines' not in s['sngan_s0'].commands[2]  # its one row is the generator
+  assert 'archive_every' not in ' '.join(s['autoencoder_s0'].command_lines())  # not scored
   assert not any('perf.precision' in line for line in lines)  # digits: the configs' own
   # Table 3's near-OOD set: a model of digits 0-4 scored on the others.
   assert s['nearood_s1'].command_lines() == [
@@ -59,7 +71,7 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
       '--workdir=nearood_s1 --config.seed=1 --config.data.classes=0,1,2,3,4',
       'python experiments/evaluate_ood.py --workdir=nearood_s1 --sets=other_digits']
   assert s['nearood_s1'].result == 'ood' and s['nearood_s1'].outputs[-1] == 'nearood_s1/ood.json'
-  assert pipeline.resolved_config(s['nearood_s1']).data.classes == (0, 1, 2, 3, 4)
+  assert stages_lib.resolved_config(s['nearood_s1']).data.classes == (0, 1, 2, 3, 4)
   figures = s['figures'].command_lines()
   assert sum('compare_baselines.py' in c for c in figures) == 2  # refinement and retrofit
   assert all('--num_samples=500' in c for c in figures if 'sample.py' in c)
@@ -69,9 +81,9 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   # the ETA: a refinement's FID (DDLS's chain too) costs more than a synthesis' FID
   o, seconds = options(tmp_path), stages_lib.SCALES['digits'].seconds
   assert stages_lib.estimate(s['refinement_s0'], o) == seconds['refinement'] + seconds[
-      'fid_refinement'] > stages_lib.estimate(s['noresidual_s0'], o) == seconds[
-          'refinement'] + seconds['fid']
-  assert stages_lib.estimate(s['synthesis_s0'], o) == seconds['synthesis'] + seconds['fid']
+      'fid_refinement'] + seconds['fid'] > stages_lib.estimate(s['noresidual_s0'], o) == seconds[
+          'refinement'] + 2 * seconds['fid']
+  assert stages_lib.estimate(s['synthesis_s0'], o) == seconds['synthesis'] + 2 * seconds['fid']
   assert stages_lib.estimate(s['autoencoder_s0'], o) == seconds['autoencoder']  # not scored
 
 
@@ -201,9 +213,13 @@ class FakeScripts:
       with open(os.path.join(workdir, 'run_info.json'), 'w') as f:
         json.dump(dict(runs=[dict(precision='float32')]), f)
       open(os.path.join(workdir, 'checkpoints', f'ckpt-{self.reach}.index'), 'w').close()
+    elif self.codes.get(key, 0) == 0 and script == 'evaluate_fid.py' and 'output' in flags:
+      with open(os.path.join(self.out, flags['output']), 'w') as f:  # an earlier checkpoint's
+        json.dump(dict(step=int(flags['checkpoint'].rsplit('-', 1)[1]), hat_ebm=[12.0, 13.0]), f)
     elif self.codes.get(key, 0) == 0 and script == 'evaluate_fid.py':
       with open(os.path.join(workdir, 'fid.json'), 'w') as f:
-        json.dump(dict(hat_ebm=[10.0, 12.0], generator=[20.0, 20.0], data_test_vs_train=3.0), f)
+        json.dump(dict(step=self.reach, hat_ebm=[10.0, 12.0], generator=[20.0, 20.0],
+                       data_test_vs_train=3.0), f)
     elif self.codes.get(key, 0) == 0 and script == 'evaluate_ood.py':
       with open(os.path.join(workdir, 'ood.json'), 'w') as f:
         json.dump(dict(sets=dict(noise=dict(auroc=0.9))), f)
@@ -238,7 +254,10 @@ def test_a_stage_is_done_only_when_training_reached_its_step_and_evaluation_fini
   assert (record['precision'], record['computed_in']) == (None, 'float32')
   assert record['config']['path'] == 'synthesis_s0/config.json' and len(
       record['config']['sha256']) == 64
-  assert [e['exit'] for e in record['exits']] == [0, 0]
+  assert [e['exit'] for e in record['exits']] == [0, 0, 0]
+  # the plateau rule's checkpoint (2/3 of the config's 6,000 steps)
+  earlier = result_lib.from_record(record['plateau'])  # fid_plateau.json, typed
+  assert (earlier.step, earlier.sets('fid', 'hat_ebm')) == (4000, [12.0, 13.0])
   assert record['exits'][0]['command'].startswith('python experiments/train_synthesis.py')
   with open(tmp_path / 'synthesis_s0' / 'done.json') as f:
     assert json.load(f) == record
@@ -256,7 +275,8 @@ def test_finished_training_and_evaluation_are_not_rerun_on_resume(tmp_path):
     run(o, fake)
   fake = FakeScripts(str(tmp_path))
   record = run(o, fake)['synthesis_s0']
-  assert fake.calls == [('evaluate_fid.py', 'synthesis_s0')]  # trained to its step: skipped
+  # trained to its step: skipped; both FIDs (the end's, then the plateau checkpoint's) run
+  assert fake.calls == [('evaluate_fid.py', 'synthesis_s0')] * 2
   assert record['exits'][0]['exit'] == 'skipped: trained to step 4'
 
 
@@ -426,7 +446,8 @@ def test_report_checks_are_paired_intervals_and_guard_stops_count_beside_a_healt
   assert ' of 3 seeds' not in markdown and 'within one std' not in markdown  # no counts
   _, rows = table(markdown, 'How far this FID can go')
   assert rows[0][1] == '2.96 ± 0.10' and rows[1][1] == '0.25 ± 0.02'
-  assert 'gap below ~2' in markdown and '| synthesis | 2.0% (class 3) |' in markdown
+  assert 'held-out digits without class 8 2.00' in markdown  # the gap paragraph's numbers
+  assert '| synthesis | 2.0% (class 3) |' in markdown
   assert 'No samples to check of: current.' in markdown
   assert '### Training curves' in markdown
   assert '![synthesis_s0_training_curves.png](figures/synthesis_s0_training_curves.png)' in markdown
@@ -434,9 +455,9 @@ def test_report_checks_are_paired_intervals_and_guard_stops_count_beside_a_healt
   assert 'Precision: each config\'s own' in markdown
 
 
-CALIBRATION = dict(num=1000, replacement=True, test_size=297,
-                   floor=dict(mean=2.96, std=0.1, runs=3),
-                   memorisation=dict(mean=0.25, std=0.02, runs=3),
+CALIBRATION = dict(num=1000, test_size=297,
+                   floor=dict(mean=2.96, std=0.1, runs=3, method='measured'),
+                   memorisation=dict(mean=0.25, std=0.02, runs=3, method='measured'),
                    dropped_class=dict(mean=2.0, std=0.1, runs=3, label=8),
                    test=dict(counts=[30] * 9 + [27], rarest_class=9, rarest_share=27 / 297,
                              nn_mean=4.0, nn_p5=2.5))
@@ -472,8 +493,9 @@ def test_paper_report_of_one_seed_with_three_fid_runs_prints_the_evaluation_std(
   assert published[1:3] == ['18.60', '0.14'] and published[4] == '18.58 ± 0.08'
   assert published[-1] == 'sngan_release'
   head, rows = table(markdown, 'Ablations')
-  assert head == ['', 'ours: FID (1 seed: no sd)', 'eval sd (3 FID runs)', 'paper', 'stages']
-  assert [len(r) for r in rows] == [5] * 5 and rows[2][-1] == 'coop_bn_s* (failed: seeds [0])'
+  assert head == ['', 'ours: FID (1 seed: no sd)', 'eval sd (3 FID runs)', 'per seed', 'paper',
+                  'stages']
+  assert [len(r) for r in rows] == [6] * 5 and rows[2][-1] == 'coop_bn_s* (failed: seeds [0])'
   assert rows[1][0] == 'current samples = cooperative learning without batch norm'
   assert 'Precision: float32, pinned for the paper scale; the runs computed in float32' in markdown
   _, rows = table(markdown, 'Settings')
@@ -532,3 +554,20 @@ def test_report_figures_are_collected_by_kind_with_the_historical_update_montage
   assert [s.split('\n')[0].split(' ')[0] for s in sections[1:]] == [
       'Training', 'Baselines', 'The', 'OOD:', 'Samples']
   assert 'historical_generator_update.png' in sections[3]
+
+
+def test_previous_reports_are_read_before_any_stage_and_a_bad_one_is_one_line(tmp_path):
+  good = tmp_path / 'before.json'
+  good.write_text(json.dumps(dict(checks=[dict(check='x', verdict='holds')])))
+  assert pipeline.read_previous_reports([str(good)]) == [
+      dict(checks=[dict(check='x', verdict='holds')], path=str(good))]
+  garbled = tmp_path / 'garbled.json'
+  garbled.write_text('{"tables": {}}')
+  calls = []
+  for path in (garbled, tmp_path / 'missing.json'):
+    o = options(tmp_path / 'out', seeds=(0,), parts=('synthesis',),
+                previous_reports=(str(path),))
+    with pytest.raises(ValueError, match=f'--previous_reports: {path} is not a readable'):
+      pipeline.reproduce(o, run_command=lambda *a: calls.append(a) or 0,
+                         print_fn=lambda *a, **k: None)
+  assert not calls and not (tmp_path / 'out').exists()

@@ -118,10 +118,14 @@ def test_a_hand_edited_record_or_result_is_refused_and_numbers_come_from_their_f
       done['result']['schema'] == result_lib.SCHEMA)  # the typed result fid.json holds
   # Table 2 would print 0.01 and "-100%": the record no longer says what fid.json holds; nor
   # does a record of another checkpoint's scores.
-  for result in (edited(done['result'], hat_ebm=[0.01, 0.01]), dict(done['result'], step=2)):
-    path.write_text(json.dumps(dict(done, result=result)))
+  # The plateau rule's checkpoint's result the same (fid_plateau.json).
+  for changed in (dict(result=edited(done['result'], hat_ebm=[0.01, 0.01])),
+                  dict(result=dict(done['result'], step=2)),
+                  dict(plateau=edited(done['plateau'], hat_ebm=[0.01, 0.01]))):
+    path.write_text(json.dumps(dict(done, **changed)))
     with pytest.raises(runner_lib.StageError, match=r'stage synthesis_s0: the result in .*done'
-                       r'.json is not what its files hold \(synthesis_s0/fid.json; edited\?\)'):
+                       r'.json is not what its files hold \(synthesis_s0/fid.json, '
+                       r'synthesis_s0/fid_plateau.json; edited\?\)'):
       run(o, Scripts(str(tmp_path)))
   path.write_text(json.dumps(done))
   assert hat_ebm_fid(run(o, Scripts(str(tmp_path)))['synthesis_s0']) == 11.0

@@ -25,6 +25,7 @@ from absl import logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
 from tf_hat_ebm import validation  # noqa: E402
+from tf_hat_ebm.config import configs_dir  # noqa: E402
 from tf_hat_ebm.errors import fail, main_guard, one_line  # noqa: E402
 from tf_hat_ebm import progress  # noqa: E402
 
@@ -50,16 +51,6 @@ _PREVIOUS_HOOK, sys.excepthook = sys.excepthook, _interrupted_hook
 
 
 # --- Shipped configs: by name or by path -------------------------------------------------------
-
-
-def configs_dir():
-  """The shipped configs: tf_hat_ebm/configs in a wheel, experiments/configs in a checkout."""
-  here = os.path.dirname(os.path.abspath(__file__))
-  for path in (os.path.join(here, 'configs'),
-               os.path.join(os.path.dirname(here), 'experiments', 'configs')):
-    if os.path.isfile(os.path.join(path, 'digits_synth.py')):
-      return path
-  fail('the shipped configs are not found beside the tf_hat_ebm package; reinstall it')
 
 
 def scripts_dir():
@@ -195,6 +186,9 @@ def _define_fid(fv):
   flags.DEFINE_bool('baselines', True, 'Also score the baselines: the generator alone, and DDLS '
                     'for a refinement. --nobaselines: the Hat EBM alone (e.g. an ablation arm).',
                     flag_values=fv)
+  flags.DEFINE_string('output', None, 'Where the result goes (JSON; default <workdir>/fid.json), '
+                      'e.g. the FID of an earlier --checkpoint beside the last one\'s.',
+                      flag_values=fv)
   _run_flags(fv)
 
 
@@ -370,9 +364,10 @@ COMMANDS = {c.name: c for c in (
             ('--workdir=workdir/digits_synth --num=1000 '
              '--samples=synthesis=samples/synthesis/samples.npz --output=calibration.json',),
             _define_calibrate, 'tf_hat_ebm.evaluation.calibration:calibrate_command',
-            'Against the train split\'s statistics: the FID of N held-out test digits (drawn '
-            'with replacement when fewer), of N training digits and of N test digits without one '
-            'class, each over --runs draws; per --samples file the class histogram by the FID\'s '
+            'Against the train split\'s statistics: the FID of N held-out test digits, of N '
+            'training digits and of N test digits without one class, each over --runs draws '
+            'without replacement (extrapolated from a fit FID(n) = a + b / n over subsamples '
+            'where a set has fewer than N); per --samples file the class histogram by the FID\'s '
             'classifier and the distance of each sample to its nearest training image.',
             required=('workdir', 'output')),
     Command('reproduce', 'reproduce.py', 'The paper in one command: every table and figure as '

@@ -14,6 +14,8 @@ import os
 
 import ml_collections
 
+from tf_hat_ebm import errors
+
 # Fields that hold None by default need a float type, or overrides could not set them.
 OPTIONAL_FLOATS = ('max_drift', 'prior_sigma', 'hat_clip_norm', 'gen_clip_norm', 'disc_clip_norm')
 
@@ -339,6 +341,16 @@ def left_out(config):
   if isinstance(generator, dict) and generator.get('source') == 'autoencoder':
     return tuple(f'model.{field}' for field in RETROFIT_LEFT_OUT)
   return ()
+
+
+def configs_dir():
+  """The shipped configs: tf_hat_ebm/configs in a wheel, experiments/configs in a checkout."""
+  here = os.path.dirname(os.path.abspath(__file__))
+  for path in (os.path.join(here, 'configs'),
+               os.path.join(os.path.dirname(here), 'experiments', 'configs')):
+    if os.path.isfile(os.path.join(path, 'digits_synth.py')):
+      return path
+  errors.fail('the shipped configs are not found beside the tf_hat_ebm package; reinstall it')
 
 
 def load_file(path, *args):

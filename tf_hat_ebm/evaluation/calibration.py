@@ -3,8 +3,12 @@
 At the report's N the digits FID (features of the dataset's classifier, features.py, against the
 train split's statistics) has a floor well above 0: N held-out test digits score it, mostly
 small-sample bias. N *training* digits score the memorisation bound: a generator that copied its
-training set. Since the FID barely moves when a class is missing, each model's samples also get
-the class histogram by the same classifier (the share of the rarest class) and the distance of
+training set. No image is drawn twice: where a set has fewer than N images (the 297 test digits),
+its FID at N is extrapolated from a fit FID(n) = a + b / n over subsamples without replacement
+(the bias of the covariance estimate falls as 1/n; subsampling a finite pool removes the pool's
+own 1/n term, so a is the FID of i.i.d. digits as n grows), with the fit's standard error. A
+missing class moves this FID far more than the floor's spread (N test digits without one class),
+and each model's samples also get the class histogram by the same classifier and the distance of
 each sample to its nearest training image beside the test digits' own.
 """
 import os
@@ -19,20 +23,62 @@ from tf_hat_ebm import trained_run
 from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
 
-
-def _draws(acts, num, runs, rng, keep=None):
-  """`runs` index sets of `num` rows of acts (only rows where `keep`), with replacement when there
-  are fewer rows than num."""
-  rows = np.arange(len(acts)) if keep is None else np.flatnonzero(keep)
-  if num == len(rows):  # the whole set: one draw, no spread to estimate
-    return [rows], False
-  replace = num > len(rows)
-  return [rows[rng.choice(len(rows), num, replace=replace)] for _ in range(runs)], replace
+# The fit's subsample sizes, as fractions of the pool, short of the whole pool (whose draws would
+# all be one set); below ~0.3 of the 297 test digits (n < 90 for 64 features) single draws
+# scatter by +-5 and dominate an unweighted fit. 20 draws per size make the fit's error ~0.3.
+FIT_FRACTIONS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+FIT_DRAWS = 20  # subsamples per size
 
 
 def _mean_std(values):
   mean, std = fid.mean_std(values)
   return dict(mean=mean, std=std, runs=len(values))
+
+
+def fit_inverse_n(sizes, values, at):
+  """Least-squares fit of values = a + b / sizes, each size weighted by 1 / the spread of its
+  values (small subsamples scatter most), and its prediction at `at` with the standard error
+  from the fit's covariance: {mean, std, a, b, a_std, b_std}."""
+  sizes, values = np.asarray(sizes, np.float64), np.asarray(values, np.float64)
+  spread = {n: np.std(values[sizes == n], ddof=1) if np.sum(sizes == n) > 1 else 0.0
+            for n in set(sizes.tolist())}
+  weights = None if min(spread.values()) <= 0 else np.array([1.0 / spread[n] for n in sizes])
+  (b, a), cov = np.polyfit(1.0 / sizes, values, 1, w=weights, cov=True)
+  v = np.array([1.0 / at, 1.0])
+  return dict(mean=float(a + b / at), std=float(np.sqrt(v @ cov @ v)), a=float(a), b=float(b),
+              a_std=float(np.sqrt(cov[1, 1])), b_std=float(np.sqrt(cov[0, 0])))
+
+
+def fid_at(train, acts, num, runs, rng, keep=None, copies=False):
+  """FID against `train` of `num` rows of `acts` (only rows where `keep`), none drawn twice;
+  `copies` (the memorisation bound, whose pool is the train split itself): a pool smaller than
+  num is drawn with replacement, as a generator that copies its training images repeats them.
+
+  num <= the pool: `runs` draws without replacement (one: the whole pool), method 'measured'.
+  Larger: a fit (fit_inverse_n) over subsamples of FIT_FRACTIONS of the pool, FIT_DRAWS each,
+  extrapolated to num, method 'extrapolated' with {mean, std (the fit's standard error),
+  fit: {a, b, ..., sizes, values}}.
+  """
+  rows = np.arange(len(acts)) if keep is None else np.flatnonzero(keep)
+  pool = len(rows)
+  if copies and num > pool:
+    draws = [rng.choice(rows, num, replace=True) for _ in range(runs)]
+    return dict(_mean_std([fid.frechet_distance(train, acts[d]) for d in draws]),
+                method='with replacement', pool=pool)
+  if num <= pool:
+    draws = [rows] if num == pool else [rng.choice(rows, num, replace=False)
+                                        for _ in range(runs)]
+    return dict(_mean_std([fid.frechet_distance(train, acts[d]) for d in draws]),
+                method='measured', pool=pool)
+  sizes, values = [], []
+  for fraction in FIT_FRACTIONS:
+    n = int(round(fraction * pool))
+    for _ in range(FIT_DRAWS):
+      sizes.append(n)
+      values.append(fid.frechet_distance(train, acts[rng.choice(rows, n, replace=False)]))
+  fit = fit_inverse_n(sizes, values, num)
+  return dict(mean=fit.pop('mean'), std=fit.pop('std'), runs=len(values), method='extrapolated',
+              pool=pool, fit=dict(fit, sizes=sizes, values=values))
 
 
 def split_images(data_cfg, split):
@@ -69,13 +115,14 @@ def nearest_distances(images, train_images, batch_size=500):
 
 
 def calibrate(data_cfg, feature_net, cache_dir, num, runs=3, seed=0):
-  """The metric's reference points at `num` samples, each over `runs` random draws.
+  """The metric's reference points at `num` samples (fid_at: measured over `runs` draws without
+  replacement, or extrapolated from a fit where a set is smaller than `num`).
 
-  Returns {num, replacement, floor, memorisation, dropped_class, test}: FID against the train
-  split's statistics of `num` held-out test digits (with replacement if fewer), of `num`
-  training digits, and of `num` test digits without one class (the rarest of the test split: a
-  generator that misses a mode); `test` is the test digits' class histogram and their distances
-  to the nearest training image (the reference of `coverage`).
+  Returns {num, test_size, floor, memorisation, dropped_class, test}: FID against the train
+  split's statistics of held-out test digits, of training digits, and of test digits without
+  one class (the rarest of the test split: a generator that misses a mode); `test` is the test
+  digits' class histogram and their distances to the nearest training image (the reference of
+  `coverage`).
   """
   rng = np.random.RandomState(seed)
   train = fid.data_activations(data_cfg, data_cfg.train_split, feature_net, cache_dir,
@@ -87,17 +134,10 @@ def calibrate(data_cfg, feature_net, cache_dir, num, runs=3, seed=0):
   classes = predict_classes(feature_net, test_images)
   num_classes = int(feature_net.model.output_shape[-1])
   histogram = class_histogram(classes, num_classes)
-
-  def fids(acts, keep=None):
-    draws, replace = _draws(acts, num, runs, rng, keep)
-    return _mean_std([fid.frechet_distance(train, acts[d]) for d in draws]), replace
-
-  floor, replacement = fids(test)
-  memorisation, _ = fids(train)
-  dropped, _ = fids(test, classes != histogram['rarest_class'])
+  dropped = fid_at(train, test, num, runs, rng, classes != histogram['rarest_class'])
   distances = nearest_distances(test_images, train_images)
-  return dict(num=num, replacement=replacement, test_size=len(test), floor=floor,
-              memorisation=memorisation,
+  return dict(num=num, test_size=len(test), floor=fid_at(train, test, num, runs, rng),
+              memorisation=fid_at(train, train, num, runs, rng, copies=True),
               dropped_class=dict(dropped, label=histogram['rarest_class']),
               test=dict(histogram, nn_mean=float(distances.mean()),
                         nn_p5=float(np.percentile(distances, 5))))
@@ -160,8 +200,10 @@ def _calibrate(workdir, output, num, runs, files, feature_cache_dir):
       found[label] = dict(coverage(npz['images'], net, data_cfg, cal), num=len(npz['images']))
   os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
   result_files.write_json(output, dict(calibration=cal, coverage=found, missing=missing))
-  print(f'FID at N = {num}: floor {cal["floor"]["mean"]:.2f}, memorisation bound '
-        f'{cal["memorisation"]["mean"]:.2f}, missing class {cal["dropped_class"]["mean"]:.2f}')
+  floor = cal['floor']
+  print(f'FID at N = {num}: floor {floor["mean"]:.2f} ± {floor["std"] or 0:.2f} '
+        f'({floor["method"]}), memorisation bound {cal["memorisation"]["mean"]:.2f}, missing class '
+        f'{cal["dropped_class"]["mean"]:.2f}')
   for label, c in found.items():
     print(f'{label}: rarest class {c["rarest_class"]} at {100 * c["rarest_share"]:.1f}%, nearest '
           f'training image {c["nn_mean"]:.3f} (test digits {cal["test"]["nn_mean"]:.3f})')

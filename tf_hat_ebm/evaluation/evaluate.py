@@ -61,16 +61,16 @@ def table(result, first='samples'):
 
 def evaluate_run(workdir, num_samples=None, runs=3, batch_size=250,
                  feature_net=None, inception_path=None, feature_cache_dir=None, seed=0,
-                 overwrite=False, baselines=True, **load):
+                 overwrite=False, baselines=True, output=None, **load):
   """tf-hat-ebm-evaluate-fid: every metric of each method the run's kind samples beside the test
   split's, mean +- std over `runs` sample sets of `num_samples` (default 50,000 with Inception as
   in the paper, 5,000 with the classifier); the Hat EBM's row alone without `baselines`. Printed,
-  written to <workdir>/fid.json (an existing one only with `overwrite`, never a non-finite
-  result) and logged to the workdir's TensorBoard (eval/<metric>_<method>) at the checkpoint's
-  step. Returns the EvalResult."""
-  path = os.path.join(workdir, 'fid.json')
-  # One writer of fid.json: a second evaluation at once (another --seed) is refused.
-  with outputs.ResultWriter([path], overwrite, 'evaluate_fid.py'):
+  written to `output` (default <workdir>/fid.json; an existing one only with `overwrite`, never a
+  non-finite result) and logged to the workdir's TensorBoard (eval/<metric>_<method>) at the
+  checkpoint's step. Returns the EvalResult."""
+  path = output or os.path.join(workdir, 'fid.json')
+  # One writer of the output: a second evaluation at once (another --seed) is refused.
+  with outputs.ResultWriter([path], overwrite, 'evaluate_fid.py', output and 'output'):
     return _evaluate(path, workdir, num_samples, runs, batch_size, feature_net, inception_path,
                      feature_cache_dir, seed, baselines, load)
 

@@ -33,3 +33,6 @@ def define_flags(fv):
                     'nothing.', flag_values=fv)
   flags.DEFINE_bool('overwrite', False, 'Write into a non-empty --out that reproduce.py did not '
                     'make (only its own files; others are never replaced).', flag_values=fv)
+  flags.DEFINE_list('previous_reports', [], 'report.json files of earlier runs of the same '
+                    'pipeline: a check whose verdict differs between them and this run is '
+                    'reported borderline.', flag_values=fv)

@@ -104,10 +104,34 @@ SETTINGS = {
 }
 SETTINGS['imagenet128_synth_large'] = SETTINGS['imagenet128_synth']  # "scaled": widths only
 DIGITS_COLUMN = {'digits_synth': 'cifar10_synth', 'digits_refine': 'cifar10_refine',
-                 'digits_retrofit': 'cifar10_retrofit'}
+                 'digits_retrofit': 'cifar10_retrofit', 'digits_sngan': 'cifar10_sngan'}
+# Where the appendix's tables are silent: the release's code (its FID chains, drift clip, latents),
+# Mimicry's SN-GAN and Che et al.'s DDLS, as the paper configs of this package carry them.
+RELEASE_SETTINGS = {
+    'cifar10_synth': {'sampling.steps': 125, 'langevin.max_drift': 2.5,
+                      'sampling.max_drift': None, 'sampling.init_scale': 0.01},
+    'cifar10_refine': {'sampling.steps': 350, 'langevin.max_drift': 2.5,
+                       'sampling.max_drift': None, 'optim.hat_lr_boundaries': (),
+                       'ddls.steps': 100, 'ddls.step_size': 0.1},
+    'cifar10_retrofit': {'sampling.steps': 125, 'langevin.max_drift': 2.5,
+                         'sampling.max_drift': None, 'sampling.init_scale': 0.01,
+                         'langevin.latent_sphere': False},
+    'cifar10_sngan': {'training.num_steps': 100_000, 'training.batch_size': 64,
+                      'optim.lr_decay': 'linear', 'training.n_dis': 5},
+}
+SETTING_NAMES.update({
+    'sampling.steps': 'MCMC steps of the FID chain', 'langevin.max_drift': 'drift clip (training)',
+    'sampling.max_drift': 'drift clip (FID chain)', 'sampling.init_scale': 'FID chain Y0 scale',
+    'optim.hat_lr_boundaries': 'EBM learning-rate drops (steps)',
+    'langevin.latent_sphere': 'Z kept on the decoder\'s sphere', 'ddls.steps': 'DDLS steps',
+    'ddls.step_size': 'DDLS step size', 'optim.lr_decay': 'learning-rate schedule',
+    'training.n_dis': 'D steps per G step'})
 
 
-def appendix_settings(config_name):
-  """(appendix column, {field: value}) the config is compared with, or (None, {})."""
+def appendix_settings(config_name, release=False):
+  """(appendix column, {field: value}) the config is compared with, or (None, {}); `release`:
+  with RELEASE_SETTINGS where the appendix is silent."""
   column = DIGITS_COLUMN.get(config_name, config_name)
-  return (column, SETTINGS[column]) if column in SETTINGS else (None, {})
+  extra = RELEASE_SETTINGS.get(column, {}) if release else {}
+  settings = dict(SETTINGS.get(column, {}), **extra)
+  return (column, settings) if settings else (None, {})

@@ -109,23 +109,6 @@ def mark(out, entries):
   runner_lib.write_json(os.path.join(out, MARKER), dict(tool='reproduce.py', entries=entries))
 
 
-def resolved_config(stage):
-  """The config a training stage runs with: its file (and size) and the command's overrides."""
-  path, _, size = stage.config.partition(':')
-  try:
-    config = config_lib.load_file(os.path.join(cli.configs_dir(),
-                                               path[len('experiments/configs/'):]),
-                                  *([size] if size else []))
-  except TypeError as e:  # a config whose get_config takes no size
-    raise ValueError(f'{stage.config}: {cli.one_line(e)}') from None
-  for key, value in stage.overrides.items():
-    section, name = config_lib.field_parent(config, key)
-    if section is None:
-      raise ValueError(f'stage {stage.name}: {stage.config} has no field {key}')
-    section[name] = value
-  return config
-
-
 def dry_run(stages, options, print_fn=print):
   """Prints each stage's commands and the resolved config of its training; writes nothing."""
   for i, stage in enumerate(stages):
@@ -134,7 +117,7 @@ def dry_run(stages, options, print_fn=print):
     for line in stage.command_lines():
       print_fn(line)
     if stage.config:
-      config = resolved_config(stage)
+      config = stages_lib.resolved_config(stage)
       if options.data_dir and not stage.config.startswith('experiments/configs/digits'):
         config.data.data_dir = options.data_dir
       print_fn(f'# config: {config.to_json_best_effort(sort_keys=True)}')
@@ -255,8 +238,24 @@ def run_configs(stages, seed):
   for stage in stages:
     if stage.config and stage.reference is None and stage.name.endswith(f'_s{seed}'):
       name = os.path.basename(stage.config.partition(':')[0])[:-len('.py')]
-      configs.setdefault(name, resolved_config(stage))
+      configs.setdefault(name, stages_lib.resolved_config(stage))
   return configs
+
+
+def read_previous_reports(paths):
+  """The earlier report.json files --previous_reports names, as dicts; a one-line error for a
+  missing or garbled one."""
+  out = []
+  for path in paths:
+    try:
+      with open(path) as f:
+        data = workdir_lib.parse_json(f.read())
+      data['checks']  # pylint: disable=pointless-statement
+    except (OSError, ValueError, KeyError, TypeError) as e:
+      raise ValueError(f'--previous_reports: {path} is not a readable report.json '
+                       f'({cli.one_line(e)})') from None
+    out.append(dict(data, path=path))
+  return out
 
 
 def non_finite(value, where=''):
@@ -282,7 +281,8 @@ def write_report(records, options, stages):
                        f'number; delete that file to evaluate stage {name} again (no report '
                        'written)')
   markdown, data = report_lib.build_report(records, options, collect_figures(out, stages, seed),
-                                           run_configs(stages, seed))
+                                           run_configs(stages, seed),
+                                           read_previous_reports(options.previous_reports))
   field = non_finite(data)
   if field:
     raise ValueError(f'the report\'s field {field} is not a finite number: report.md and '
@@ -304,6 +304,7 @@ def reproduce(options, run_command=None, print_fn=print):
   SIGTERM stop the running stages' children and leave a state the same command resumes.
   """
   check_options(options)
+  read_previous_reports(options.previous_reports)  # before any stage runs
   stages = stages_lib.build(options)
   if options.dry_run:
     dry_run(stages, options, print_fn)
@@ -324,7 +325,8 @@ def reproduce(options, run_command=None, print_fn=print):
 
 def reproduce_command(scale='digits', seeds=None, out=None, parts=stages_lib.PARTS, size=None,
                       tpu=None, data_dir=None, inception_path=None, precision=None,
-                      release_sngan=None, jobs='auto', dry_run=False, overwrite=False):
+                      release_sngan=None, jobs='auto', dry_run=False, overwrite=False,
+                      previous_reports=()):
   """tf-hat-ebm-reproduce: the flags as Options, then `reproduce`. Ctrl-C or SIGTERM stops the
   running stages (exit 130); the same command resumes."""
   try:
@@ -335,7 +337,8 @@ def reproduce_command(scale='digits', seeds=None, out=None, parts=stages_lib.PAR
       out=out if out is not None else os.path.join('reproduce', scale), scale=scale, seeds=seeds,
       parts=tuple(parts), size=size or None, tpu=tpu, data_dir=data_dir,
       inception_path=inception_path, precision=precision, release_sngan=release_sngan,
-      jobs=jobs, dry_run=dry_run, overwrite=overwrite)
+      jobs=jobs, dry_run=dry_run, overwrite=overwrite,
+      previous_reports=tuple(previous_reports or ()))
   try:
     return reproduce(options)
   except KeyboardInterrupt as e:

@@ -5,12 +5,14 @@ Pure functions: records (the stages' done.json contents) in, (markdown, data) ou
 and their statistics are tables.py's and statistics.py's (mean ± sample std over seeds, the
 evaluation std over FID runs, paired 95% intervals); the paper's numbers are paper.py's.
 """
+from tf_hat_ebm.reproduction import departures
 from tf_hat_ebm.reproduction import stages as stages_lib
 from tf_hat_ebm.reproduction import tables
 
 # Figures by what they show, in the report's order: (heading, test on the file name).
 FIGURE_SECTIONS = (
-    ('Training curves of each stage (the evidence of a stable or a failed training)',
+    ('Training curves of each stage (energies, gradient norms and guard events: a drifting '
+     'energy difference or a growing hat gradient is a run not yet at rest, whatever its FID)',
      lambda f: f.endswith('_training_curves.png')),
     ('Baselines beside the Hat EBM, from the same latents Z0 (SN-GAN / decoder of N(0, I), '
      'DDLS, Hat EBM)', lambda f: '_baselines_' in f),
@@ -70,8 +72,9 @@ def synthesis_configs(options):
       (f'synthesis_{data}', config) for data, config in scale.more_synthesis]
 
 
-def paper_tables(records, options):
-  """[(key, (lines, rows))] of the paper's tables, the retrofit, ablations and checks."""
+def paper_tables(records, options, previous=()):
+  """[(key, (lines, rows))] of the paper's tables, the retrofit, ablations and checks (each
+  check's verdict against those of `previous` reports: report.json dicts)."""
   scale, seeds = options.scale, list(options.seeds)
   return [
       ('refinement', tables.refinement_table(records, scale, seeds,
@@ -80,16 +83,29 @@ def paper_tables(records, options):
       ('ood', tables.ood_table(records, scale, seeds, near_ood_models(options))),
       ('retrofit', tables.retrofit_table(records, scale, seeds)),
       ('ablations', tables.ablation_table(records, seeds)),
-      ('checks', tables.checks_table(records, seeds))]
+      ('checks', tables.checks_table(records, seeds, previous)),
+      ('plateau', tables.plateau_table(records, seeds))]
 
 
-def calibration_lines(records):
+# The models the calibration places against the floor: (label, stage prefix, FID row).
+PLACED = (('synthesis', 'synthesis', 'hat_ebm'), ('its G(Z)', 'synthesis', 'generator'),
+          ('SN-GAN', 'refinement', 'generator'), ('DDLS', 'refinement', 'ddls'),
+          ('refinement', 'refinement', 'hat_ebm'), ('retrofit', 'retrofit', 'hat_ebm'),
+          ('current', 'current', 'hat_ebm'), ('coop_bn', 'coop_bn', 'hat_ebm'),
+          ('noresidual', 'noresidual', 'hat_ebm'))
+
+
+def calibration_lines(records, seeds=()):
   """The calibration stage's section, or a line saying it did not run."""
   result = (records.get('calibration') or {}).get('result')
   if not result:
     return ['## How far this FID can go', '', 'The calibration stage did not run (it runs with '
             'the figures at digits scale).', ''], None
-  lines = tables.calibration_section(result['calibration'], result.get('coverage'))
+  fids = []
+  for label, prefix, key in PLACED:
+    m = tables.Measured(records, prefix, key, list(seeds))
+    fids.append((label, m.mean, m.summary['eval_std']))
+  lines = tables.calibration_section(result['calibration'], result.get('coverage'), fids)
   if result.get('missing'):
     lines += [f'No samples to check of: {", ".join(result["missing"])}.', '']
   return lines, result
@@ -115,24 +131,29 @@ def command_lines(records):
   return lines + ['']
 
 
-def build_report(records, options, figures=(), configs=None):
+def build_report(records, options, figures=(), configs=None, previous=()):
   """(markdown, JSON-able dict) of the records {stage: done record} of `options` (Options).
 
   figures: the file names in the report's figures/ directory; configs: {config name: resolved
-  config} of the runs, for the settings table against the paper's appendix."""
+  config} of the runs, for the settings table against the paper's appendix; previous: earlier
+  report.json dicts (with their 'path'), whose verdicts make a flipping check borderline."""
   lines = header(options, records)
   data = dict(scale=options.scale, size=options.size, seeds=list(options.seeds),
               precision=options.training_precision() or 'config',
               sngan='published' if options.release_sngan else 'retrained', tables={})
-  for key, (table, rows) in paper_tables(records, options):
+  for key, (table, rows) in paper_tables(records, options, previous):
     lines += table
-    if key == 'checks':
-      data['checks'] = rows
+    if key == 'checks' and options.scale != 'paper':
+      lines += departures.effect_lines(rows)
+    if key in ('checks', 'plateau'):
+      data[key] = rows
     else:
       data['tables'][key] = rows
-  calibration, data['calibration'] = calibration_lines(records)
+  calibration, data['calibration'] = calibration_lines(records, options.seeds)
   settings, data['settings'] = tables.settings_table(configs or {}, options.scale)
-  lines += calibration + (settings if configs else []) + figure_lines(figures)
+  scope = departures.scope_lines() if options.scale != 'paper' else []
+  data['not_tested'] = list(departures.NOT_TESTED) if scope else []
+  lines += calibration + scope + (settings if configs else []) + figure_lines(figures)
   lines += command_lines(records)
   data.update(figures=list(figures), stages=records)
   return '\n'.join(lines), data

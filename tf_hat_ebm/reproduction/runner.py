@@ -237,13 +237,22 @@ class Runner:
       if stage.kind in self.TRACKED and self.made(stage).get(shlex.join(cmd)) != self.making(
           stage, output):
         return None
-      workdir = flag_of(cmd, 'workdir')
       step = result_step(self.path(output)) if output.endswith('.json') else None
-      if workdir and step is not None and step != training_progress(self.path(workdir))[0]:
-        return None  # scored at another step than the workdir's latest: scored again
+      wanted = self.scored_step(cmd)
+      if step is not None and wanted is not None and step != wanted:
+        return None  # scored at another step than its command's: scored again
       return 'skipped: output exists'
     step, target = training_progress(self.path(stage.workdir))
     return f'skipped: trained to step {step}' if target and step >= target else None
+
+  def scored_step(self, cmd):
+    """The step a command scores: its --checkpoint's (ckpt-N; the plateau rule's), else its
+    workdir's latest; None without a workdir."""
+    checkpoint = re.search(r'ckpt-(\d+)$', flag_of(cmd, 'checkpoint') or '')
+    if checkpoint:
+      return int(checkpoint.group(1))
+    workdir = flag_of(cmd, 'workdir')
+    return training_progress(self.path(workdir))[0] if workdir else None
 
   def made(self, stage):
     """{command line: making()} of the stage's commands that finished (progress.json)."""
@@ -336,6 +345,9 @@ class Runner:
                        f'{record["num_steps"]} although its training exited 0 (stopped by a '
                        'signal?): rerun to resume it')
     record['result'] = self.result(stage)
+    earlier = self.plateau(stage)
+    if earlier is not None:
+      record['plateau'] = earlier
     record['files'] = self.record_files(stage)
     return record
 
@@ -348,7 +360,8 @@ class Runner:
   def result_files(self, stage):
     """The files (relative to --out) the record's numbers are read from."""
     if stage.result == 'fid':
-      return [f'{stage.workdir}/fid.json']
+      return [f'{stage.workdir}/fid.json'] + [
+          o for o in stage.outputs if o == f'{stage.workdir}/{stages_lib.PLATEAU_FID}']
     return [stage.outputs[-1]] if stage.result in ('compare', 'json', 'ood') else []
 
   def record_files(self, stage):
@@ -387,6 +400,13 @@ class Runner:
         return {k: v['auroc'] for k, v in json.load(f)['sets'].items()}
     return {}
 
+  def plateau(self, stage):
+    """The result of the plateau rule's checkpoint (stages.PLATEAU_FID, plateau.py), or None."""
+    path = f'{stage.workdir}/{stages_lib.PLATEAU_FID}'
+    if stage.result != 'fid' or path not in stage.outputs or not os.path.exists(self.path(path)):
+      return None
+    return result_lib.read(self.path(path)).to_json()
+
   # ---- a record against its workdir -------------------------------------------------------------
   def verify(self, stage, record, pending):
     """None when `record` agrees with what is on disk (its numbers then read again from their
@@ -422,12 +442,11 @@ class Runner:
                        f'{self.path(name)} to compute it again, or {self.path(stage.name)} to '
                        'rerun the stage')
     missing = [o for o in stage.outputs if o is not None and not os.path.exists(self.path(o))]
-    for cmd, output in zip(stage.commands, stage.outputs):  # a score of its model's latest step
-      workdir = flag_of(cmd, 'workdir')
+    for cmd, output in zip(stage.commands, stage.outputs):  # a score of its command's step
       step = result_step(self.path(output)) if output and output.endswith('.json') else None
-      latest = training_progress(self.path(workdir))[0] if workdir else None
-      if step is not None and latest and step != latest:
-        return Redo([output], f'{output} is of step {step}, its model now of step {latest}')
+      wanted = self.scored_step(cmd)
+      if step is not None and wanted and step != wanted:
+        return Redo([output], f'{output} is of step {step}, its model now of step {wanted}')
     if stage.kind == 'figures':
       drawn = {m: self.records[m].get('step') for m in record.get('models') or {}
                if m in self.records}
@@ -459,23 +478,27 @@ class Runner:
                        f'latest checkpoint of {self.path(stage.workdir)} is step {step} (deleted?):'
                        f' delete {self.path(stage.name)} to rerun the stage')
     if step > record['step'] and not record.get('failed'):
-      return Redo([o for o in stage.outputs if o is not None],
+      return Redo([o for c, o in zip(stage.commands, stage.outputs) if o is not None
+                   and not re.search(r'ckpt-\d+$', flag_of(c, 'checkpoint') or '')],
                   f'trained on from step {record["step"]} to {step}: scored again')
     return None
 
   def reread(self, stage, record, where):
     """The record's numbers are those its files hold now (a hand-edited record is refused)."""
     try:
-      result = self.result(stage)
+      result, earlier = self.result(stage), self.plateau(stage)
     except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError, AttributeError) as e:
       raise StageError(f'stage {stage.name}: cannot read its result again '
                        f'({cli.one_line(e)}): delete {self.path(stage.name)} to rerun the '
                        'stage') from None
-    if not same_result(stage, record.get('result'), result):
+    if not (same_result(stage, record.get('result'), result)
+            and same_plateau(record.get('plateau'), earlier)):
       raise StageError(f'stage {stage.name}: the result in {where} is not what its files hold '
                        f'({", ".join(self.result_files(stage))}; edited?): delete {where} to '
                        'read the stage again')
     record['result'] = result  # as its files hold it: an older record's numbers, typed
+    if earlier is not None:
+      record['plateau'] = earlier
     return None
 
   # ---- every stage ------------------------------------------------------------------------------
@@ -631,6 +654,19 @@ def same_result(stage, recorded, read):
   else:
     theirs, ours = theirs.to_json(), ours.to_json()
   return json.dumps(theirs, sort_keys=True) == json.dumps(ours, sort_keys=True)
+
+
+def same_plateau(recorded, read):
+  """Whether a record's plateau checkpoint result is the one its fid_plateau.json holds (a
+  record from before the rule has none: it is read from the file)."""
+  if recorded is None:
+    return True
+  try:
+    theirs = result_lib.EvalResult.from_json(recorded).to_json()
+  except ValueError:
+    return False
+  return read is not None and (
+      json.dumps(theirs, sort_keys=True) == json.dumps(read, sort_keys=True))
 
 
 def result_line(record):

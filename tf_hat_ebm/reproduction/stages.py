@@ -10,6 +10,10 @@ import os
 import shlex
 from typing import Dict, List, Optional, Tuple
 
+from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import errors
+from tf_hat_ebm.reproduction import plateau
+
 PARTS = ('synthesis', 'refinement', 'retrofit', 'ood', 'ablations', 'figures')
 TRAIN_SCRIPT = dict(synthesis='train_synthesis.py', sngan='train_sngan.py',
                     refinement='train_refinement.py', autoencoder='train_autoencoder.py',
@@ -101,6 +105,7 @@ class Options:
   jobs: str = 'auto'
   dry_run: bool = False
   overwrite: bool = False
+  previous_reports: Tuple[str, ...] = ()  # earlier report.json files: verdicts that flip
 
   def training_precision(self):
     return self.precision or SCALES[self.scale].precision
@@ -134,6 +139,27 @@ class Stage:
 
   def command_lines(self):
     return [shlex.join(c) for c in self.commands]
+
+
+def resolved_config(stage):
+  """The config a training stage runs with: its file (and size) and the command's overrides."""
+  path, _, size = stage.config.partition(':')
+  try:
+    config = config_lib.load_file(os.path.join(config_lib.configs_dir(),
+                                               path[len('experiments/configs/'):]),
+                                  *([size] if size else []))
+  except TypeError as e:  # a config whose get_config takes no size
+    raise ValueError(f'{stage.config}: {errors.one_line(e)}') from None
+  for key, value in stage.overrides.items():
+    section, name = config_lib.field_parent(config, key)
+    if section is None:
+      raise ValueError(f'stage {stage.name}: {stage.config} has no field {key}')
+    section[name] = value
+  return config
+
+
+# The FID of the checkpoint at 2/3 of training (the plateau rule's, plateau.py), beside fid.json.
+PLATEAU_FID = 'fid_plateau.json'
 
 
 def flag_value(value):
@@ -175,15 +201,24 @@ class _Builder:
     overrides = dict({'seed': seed}, **(extra or {}))
     if self.o.training_precision() and kind in PRECISION_KINDS:
       overrides['perf.precision'] = self.o.training_precision()
-    commands = [self.train_command(kind, config, name, overrides)]
-    outputs = [None]
+    stage = Stage(name, kind, part, [], [None], workdir=name, after=after,
+                  result='fid' if scored else 'none', reference=reference,
+                  config=self.config_file(config), overrides=overrides, label=label)
+    fid = ['python', 'experiments/evaluate_fid.py', f'--workdir={name}'] + self.fid
     if scored:
-      commands.append(['python', 'experiments/evaluate_fid.py', f'--workdir={name}'] + self.fid
-                      + ([] if baselines else ['--nobaselines']))
-      outputs.append(f'{name}/fid.json')
-    self.stages.append(Stage(name, kind, part, commands, outputs, workdir=name, after=after,
-                             result='fid' if scored else 'none', reference=reference,
-                             config=self.config_file(config), overrides=overrides, label=label))
+      # The plateau rule's checkpoint: archived (kept whatever keep_checkpoints prunes), scored
+      # after the end's FID; the Hat EBM alone (an SN-GAN's one row is its generator).
+      t = resolved_config(stage).training
+      step = plateau.checkpoint_step(t.num_steps, t.get('steps_per_loop', 1))
+      overrides['training.archive_every'] = step
+      stage.commands.append(fid + ([] if baselines else ['--nobaselines']))
+      stage.outputs.append(f'{name}/fid.json')
+      stage.commands.append(fid + [f'--checkpoint={name}/checkpoints/archive/ckpt-{step}',
+                                   f'--output={name}/{PLATEAU_FID}']
+                            + ([] if kind == 'sngan' else ['--nobaselines']))
+      stage.outputs.append(f'{name}/{PLATEAU_FID}')
+    stage.commands.insert(0, self.train_command(kind, config, name, overrides))
+    self.stages.append(stage)
 
   def release_sngan(self):
     """The release's published CIFAR-10 SN-GAN, imported with its refinement hat."""
@@ -326,5 +361,6 @@ def estimate(stage, options):
   seconds = SCALES[options.scale].seconds
   if stage.result != 'fid':
     return seconds[stage.kind]
-  alone = '--nobaselines' in stage.commands[-1]  # no DDLS chain in its FID
-  return seconds[stage.kind] + seconds.get('fid' if alone else f'fid_{stage.kind}', seconds['fid'])
+  alone = '--nobaselines' in stage.commands[1]  # no DDLS chain in its FID
+  return (seconds[stage.kind] + seconds.get('fid' if alone else f'fid_{stage.kind}', seconds['fid'])
+          + seconds['fid'] * (len(stage.commands) - 2))  # the plateau checkpoint's FID

@@ -9,7 +9,9 @@ scale it is the paper's number with its std beside ours with both of ours (over 
 runs). Every table is checked to be well formed (as many cells per row as the header).
 """
 from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm.reproduction import departures
 from tf_hat_ebm.reproduction import paper
+from tf_hat_ebm.reproduction import plateau
 from tf_hat_ebm.reproduction import statistics
 
 DASH = '–'
@@ -282,7 +284,8 @@ def ood_table(records, scale, seeds, models=(('ood', ''),)):
   lines = markdown(['OOD set', f'ours: AUROC {spread}', 'paper: AUROC', 'stages'], rows)
   if scale != 'paper':
     lines += ['', "The paper's sets (CIFAR-10 model): "
-              + ', '.join(f'{k} {v[0]:.2f}' for k, v in paper.OOD.items()) + '.']
+              + ', '.join(f'{k} {v[0]:.2f}' for k, v in paper.OOD.items()) + '.', '',
+              departures.OOD_NOT_COMPARABLE]
   return _titled(3, lines + ['']), out
 
 
@@ -295,19 +298,40 @@ ABLATIONS = (('historical bank (the paper)', 'synthesis', ()),
              ('refinement without the residual, U(z) = H(G(z))', 'noresidual', ('noresidual',)))
 
 
+# A seed's FID above this is a collapse, not a worse model: ~6x the FID of held-out digits missing
+# a whole class (13-16 at N = 1,000), and the range of a decoder fed latents it never saw (~200).
+COLLAPSE_FID = 100.0
+
+
+def per_seed_cell(values, seeds):
+  """'s0 11.8, s1 173.1 (collapsed), ...': each seed's value, a collapse (COLLAPSE_FID) named."""
+  cells = []
+  for seed, v in zip(seeds, values):
+    if v is None:
+      cells.append(f's{seed} {DASH}')
+    else:
+      cells.append(f's{seed} {v:.1f}' + (' (collapsed)' if v > COLLAPSE_FID else ''))
+  return ', '.join(cells)
+
+
 def ablation_table(records, seeds):
-  """FID of the Hat EBM samples of each ablation arm beside its reference arm."""
+  """FID of the Hat EBM samples of each ablation arm beside its reference arm, with each seed's
+  value (a collapse labelled)."""
   rows, out = [], []
   for label, prefix, claims in ABLATIONS:
     m = Measured(records, prefix, 'hat_ebm', seeds)
     rows.append((label, m, '; '.join(paper.ABLATIONS[c] for c in claims) or 'the reference arm'))
-    out.append(m.json(label))
+    collapsed = [s for s, v in zip(seeds, m.values) if v is not None and v > COLLAPSE_FID]
+    out.append(dict(m.json(label), collapsed_seeds=collapsed))
   shown = _other_metrics(m for _, m, *_ in rows)
-  headers = [''] + _heads(_runs(rows), len(seeds)) + _other_heads(shown) + ['paper', 'stages']
-  cells = [[label] + m.cells() + _other_cells(m, shown) + [claim, m.stages()]
-           for label, m, claim in rows]
+  headers = ([''] + _heads(_runs(rows), len(seeds)) + _other_heads(shown)
+             + ['per seed', 'paper', 'stages'])
+  cells = [[label] + m.cells() + _other_cells(m, shown)
+           + [per_seed_cell(m.values, seeds), claim, m.stages()] for label, m, claim in rows]
+  note = (f'A seed whose FID is above {COLLAPSE_FID:.0f} is marked collapsed (held-out digits '
+          'missing a whole class score 13-16 at N = 1,000): its spread is a failure, not noise.')
   return (['## Ablations (FID of the Hat EBM samples)', ''] + markdown(headers, cells)
-          + ['', COOP_NOTE, ''], out)
+          + ['', COOP_NOTE, '', note, ''], out)
 
 
 # Why one row stands for two of the paper's arms.
@@ -362,8 +386,30 @@ def _checks(records):
   return out
 
 
-def checks_table(records, seeds):
-  """Each effect the paper reports: the paired difference over seeds, its interval, verdict."""
+BORDERLINE = 'borderline'
+
+
+def _kind_of(verdict):
+  """A verdict without its seed count: 'not resolved at 3 seeds' -> 'not resolved'."""
+  return statistics.UNRESOLVED if verdict.startswith(statistics.UNRESOLVED) else verdict
+
+
+def rerun_verdict(claim, verdict, previous):
+  """(verdict, note): BORDERLINE with a note when `claim`'s verdict in an earlier report
+  (previous: report.json dicts with their 'path') differs from `verdict`, else (verdict, '')."""
+  earlier = [(p.get('path', '?'), c['verdict']) for p in previous for c in p.get('checks', ())
+             if c.get('check') == claim]
+  differ = [(path, v) for path, v in earlier if _kind_of(v) != _kind_of(verdict)]
+  if not differ:
+    return verdict, ''
+  return BORDERLINE, (f'{BORDERLINE}: {verdict} in this run, but '
+                      + '; '.join(f'{v} in {path}' for path, v in differ)
+                      + f' ({len(differ)} of {len(earlier)} earlier runs differ)')
+
+
+def checks_table(records, seeds, previous=()):
+  """Each effect the paper reports: the paired difference over seeds, its interval, verdict
+  (borderline where an earlier run's report, `previous`, gave another verdict)."""
   rows, out = [], []
   for claim, (bp, bk), (wp, wk), published in _checks(records):
     better, worse = Measured(records, bp, bk, seeds), Measured(records, wp, wk, seeds)
@@ -374,6 +420,9 @@ def checks_table(records, seeds):
       # neither shows nor refutes it (the training curves are the evidence).
       e['verdict'] = NOT_SHOWN
       e['text'] = f'{NOT_SHOWN}: no run without it became unstable; FID {e["text"]}'
+    e['verdict'], note = rerun_verdict(claim, e['verdict'], previous)
+    if note:
+      e['text'] = f'{note}. This run: {e["text"]}'
     rel = (percent(paper.relative(better.mean, worse.mean))
            if None not in (better.mean, worse.mean) else DASH)
     interval = (f'[{e["low"]:+.2f}, {e["high"]:+.2f}]' if e['low'] is not None else
@@ -383,6 +432,58 @@ def checks_table(records, seeds):
   headers = ['effect', 'ours: FID difference (worse - better)', '95% interval', 'paired seeds',
              'ours: relative', 'paper', 'verdict']
   return ["## Does each effect the paper reports hold?", ''] + markdown(headers, rows) + [''], out
+
+
+# The arms the plateau rule is applied to: (label, stage prefix, the FID row it reads).
+PLATEAU_ARMS = (('synthesis: Hat EBM', 'synthesis', 'hat_ebm'),
+                ('SN-GAN (the refinement\'s generator)', 'sngan', 'generator'),
+                ('refinement: Hat EBM', 'refinement', 'hat_ebm'),
+                ('retrofit: Hat EBM', 'retrofit', 'hat_ebm'),
+                ('current samples', 'current', 'hat_ebm'),
+                ('cooperative, batch norm', 'coop_bn', 'hat_ebm'),
+                ('refinement without Y', 'noresidual', 'hat_ebm'))
+
+
+def plateau_table(records, seeds):
+  """Per arm: the steps trained, the plateau rule's numbers over its seeds and whether it
+  converged (plateau.py); arms without a stage are left out."""
+  rows, out = [], []
+  for label, prefix, key in PLATEAU_ARMS:
+    names = [stage_name(records, prefix, s) for s in seeds]
+    if not any(n in records for n in names):
+      continue
+    per_seed, steps = [], set()
+    for seed, name in zip(seeds, names):
+      record = records.get(name, {})
+      result = record.get('result') or {}
+      # the plateau checkpoint's result beside the record's (inside it in earlier records)
+      end, earlier = (result_lib.from_record(r) for r in (
+          result, record.get('plateau') or result.get('plateau')))
+      end_step = end.step if end and end.step is not None else record.get('step')
+      steps.add(record.get('step'))
+      per_seed.append(dict(plateau.rule(
+          earlier and earlier.sets('fid', key), end and end.sets('fid', key),
+          earlier and earlier.step, end_step, ran_away=bool(record.get('failed'))), seed=seed))
+    summary = plateau.arm(per_seed)
+    trained = ', '.join(f'{s:,}' for s in sorted(s for s in steps if s is not None)) or DASH
+    mids = sorted({r['mid_step'] for r in per_seed if r['mid_step'] is not None})
+    rows.append([label, trained, ', '.join(f'{s:,}' for s in mids) or DASH,
+                 number(summary['mid']), number(summary['end']),
+                 DASH if summary['difference'] is None else f'{summary["difference"]:+.2f}',
+                 number(summary['sd']), summary['verdict']])
+    out.append(dict(arm=label, stages=f'{prefix}_s*', steps=sorted(s for s in steps if s),
+                    seeds=per_seed, **summary))
+  lines = ['## Trained to a plateau?', '',
+           f'Rule, per seed: {plateau.RULE}; an arm is converged when each seed is. A run the '
+           'runaway guard stopped is scored at its last healthy checkpoint, labelled. Means over '
+           'the seeds the rule measured.', '']
+  lines += markdown(['arm', 'steps trained', 'checkpoint at 2/3', 'FID at 2/3', 'FID at the end',
+                     'change', 'eval sd', 'converged'], rows) if rows else [
+                         'No training stage ran.']
+  if rows and all(r[2] == DASH for r in rows):
+    lines += ['', 'No run scored its checkpoint at 2/3 of training (the reproduction that made '
+              'these records predates the rule): whether any arm converged is not measured.']
+  return lines + [''], out
 
 
 def _titled(number_, lines):
@@ -412,43 +513,108 @@ def _setting(value):
 
 
 def settings_table(configs, scale):
-  """Every appendix setting of each run's config beside the appendix's value.
+  """Every appendix setting of each run's config beside the appendix's value; at the digits
+  scale also the release's where the appendix is silent (paper.RELEASE_SETTINGS), and each
+  departure with its measured reason (departures.REASONS).
 
   configs: {config name: its resolved config (dict or ConfigDict)}."""
   rows, out = [], []
+  digits = scale != 'paper'
   for name, config in configs.items():
-    column, settings = paper.appendix_settings(name)
+    column, settings = paper.appendix_settings(name, release=digits)
     for field, published in settings.items():
       ours = _get(config, field)
       same = _same(ours, published)
-      note = '' if same else ('differs (digits scale)' if scale != 'paper' else 'DIFFERS')
+      why = departures.reason(name, field) if digits and not same else None
+      note = '' if same else why or ('differs: no measured reason recorded' if digits
+                                     else 'DIFFERS')
       rows.append([name, f'{column}', paper.SETTING_NAMES[field], f'`{field}`',
                    _setting(published), _setting(ours), note])
       out.append(dict(config=name, appendix=column, field=field, paper=published, ours=ours,
-                      same=same))
+                      same=same, reason=why))
   lines = ['## Settings against the paper\'s appendix', '']
-  lines += markdown(['config', 'appendix column', 'setting', 'field', 'appendix', 'ours', ''],
-                    rows) + ['']
+  if digits:
+    lines += ['The appendix\'s settings, and where it is silent the release\'s (Mimicry\'s for '
+              'the SN-GAN, the paper configs\' DDLS), beside each digits config; every '
+              'departure with the measurement behind it.', '']
+  lines += markdown(['config', 'paper column', 'setting', 'field', 'paper', 'ours',
+                     'why it differs' if digits else ''], rows) + ['']
   return lines, out
 
 
 # ---- calibration -------------------------------------------------------------------------------
-def calibration_section(cal, models=None):
-  """The metric's floor and memorisation bound at the report's N, the class coverage and the
-  nearest-training-image distance of each model's samples, and what they mean.
+def _reference_row(label, entry, replaced=False):
+  """A calibration row; `replaced`: a record without a method (before the fit) that drew with
+  replacement."""
+  pool = entry.get('pool', '?')
+  how = {'extrapolated': f' (extrapolated from {pool} images, fit a + b/n)', 'measured': '',
+         'with replacement': f' (drawn with replacement from {pool}, as a copier repeats)'}
+  how = how.get(entry.get('method'), ' (drawn with replacement)' if replaced else '')
+  draws = 'fit' if entry.get('method') == 'extrapolated' else entry['runs']
+  return [label + how, number(entry['mean'], entry['std']), draws]
 
-  cal: evaluation.calibration.calibrate(...); models: {label: calibration.coverage(...)}."""
+
+def gap_lines(cal, fids=()):
+  """What a gap means, computed from the calibration and the models' FIDs.
+
+  fids: [(label, mean FID over seeds, its eval sd)] of the models to place."""
   n, floor, bound, dropped = cal['num'], cal['floor'], cal['memorisation'], cal['dropped_class']
-  with_replacement = ' (drawn with replacement)' if cal['replacement'] else ''
-  rows = [[f'{n:,} held-out test digits{with_replacement}: the floor',
-           number(floor['mean'], floor['std']), floor['runs']],
-          [f'{n:,} training digits: a generator that copied its data',
-           number(bound['mean'], bound['std']), bound['runs']],
-          [f'{n:,} test digits without class {dropped["label"]}: a missing mode',
-           number(dropped['mean'], dropped['std']), dropped['runs']]]
+  f, e = floor['mean'], floor['std'] or 0.0
+  text = [f'What a gap means, from the numbers above. {n:,} held-out digits score {f:.2f} '
+          f'± {e:.2f}']
+  fit = floor.get('fit')
+  if fit:
+    bias = fit['b'] / n
+    text.append(f' (FID(n) = {fit["a"]:.2f} + {fit["b"]:.0f} / n: {bias:.2f} of it, '
+                f'{100 * bias / f:.0f}%, is the bias of {n:,} samples; with unlimited samples '
+                f'held-out digits would score {fit["a"]:.2f} ± {fit["a_std"]:.2f})')
+  text.append(f'; {n:,} training digits score {bound["mean"]:.2f} (a generator that copied its '
+              f'data would score that) and held-out digits without class {dropped["label"]} '
+              f'{dropped["mean"]:.2f}, {dropped["mean"] - f:.2f} above the floor.')
+  placed, below, at_floor = [], [], []
+  for label, mean, eval_sd in fids:
+    if mean is None:
+      continue
+    margin = 2 * (e ** 2 + (eval_sd or 0.0) ** 2) ** 0.5
+    gap = mean - f
+    share = gap / (dropped['mean'] - f) if dropped['mean'] != f else float('nan')
+    placed.append(f'{label} {mean:.2f} ({gap:+.2f}, {share:.2f} of a missing class)')
+    if gap < -margin:
+      below.append(label)
+    elif abs(gap) <= margin:
+      at_floor.append(label)
+  if placed:
+    text.append(' Each model above the floor, in units of that missing-class gap: '
+                + '; '.join(placed) + '.')
+  if at_floor:
+    text.append(' Within twice the combined sd (the floor\'s and the model\'s eval sd) of the '
+                'floor, as close to the data as this FID can tell at this N: '
+                + ', '.join(at_floor) + '.')
+  if below:
+    text.append(' Below the floor by more than that (closer to the training statistics than '
+                'held-out digits; check the nearest-training-image column for copies): '
+                + ', '.join(below) + '.')
+  text.append(' A difference between two models is read from their paired interval over seeds '
+              '(the checks above), not from a fixed margin.')
+  return [''.join(text)]
+
+
+def calibration_section(cal, models=None, fids=()):
+  """The metric's floor and memorisation bound at the report's N, the class coverage and the
+  nearest-training-image distance of each model's samples, and what the gaps mean (gap_lines).
+
+  cal: evaluation.calibration.calibrate(...); models: {label: calibration.coverage(...)};
+  fids: [(label, mean FID, eval sd)] of the models to place against the floor."""
+  n, dropped = cal['num'], cal['dropped_class']
+  replaced = cal.get('replacement', False)
+  rows = [_reference_row(f'{n:,} held-out test digits: the floor', cal['floor'], replaced),
+          _reference_row(f'{n:,} training digits: a generator that copied its data',
+                         cal['memorisation']),
+          _reference_row(f'{n:,} test digits without class {dropped["label"]}: a missing mode',
+                         dropped, replaced)]
   lines = [f'## How far this FID can go: its calibration at N = {n:,}', '']
-  lines += markdown(['images scored against the train split', 'FID ± sd over draws', 'draws'],
-                    rows) + ['']
+  lines += markdown(['images scored against the train split', 'FID ± sd (over draws, or the '
+                     "fit's standard error)", 'draws'], rows) + ['']
   test = cal['test']
 
   def coverage_row(label, c, closer):
@@ -458,17 +624,9 @@ def calibration_section(cal, models=None):
   rows = [coverage_row('test digits (the reference)', test, '5.0% (by definition)')]
   rows += [coverage_row(label, c, f'{100 * c["share_closer_than_test_p5"]:.1f}%')
            for label, c in (models or {}).items()]
-  lines += markdown(['samples', 'rarest class (share)', 'class histogram',
-                     'mean distance to the nearest training image',
+  lines += markdown(['samples (the first seed\'s models)', 'rarest class (share)',
+                     'class histogram', 'mean distance to the nearest training image',
                      "closer to a training image than 95% of the test digits"], rows) + ['']
-  lines.append(
-      f'What a gap means. Against the training statistics, {n:,} held-out digits score '
-      f'{floor["mean"]:.2f} and {n:,} training digits {bound["mean"]:.2f}: most of the floor is '
-      'the bias of a small sample, and a generator that copied its training digits would score '
-      f'below it. Held-out digits missing a whole class score {dropped["mean"]:.2f}, so a model '
-      f'within ~2 of the floor ({floor["mean"]:.2f}) is as close to the data as this FID can '
-      'tell, and a gap below ~2 between two models is not a difference in sample quality by '
-      'this metric alone: read it with the class histogram (a rarest class far below the test '
-      "digits' share is a missing mode) and the distance to the nearest training image (many "
-      'samples closer than 95% of the test digits are copies).')
-  return lines + ['']
+  lines.append('The class shares describe the first seed\'s samples only; no rule for a missing '
+               'mode is applied to them.')
+  return lines + [''] + gap_lines(cal, fids) + ['']

@@ -1,0 +1,79 @@
+"""The plateau rule (reproduction/plateau.py) and the report's table of it, from made-up records."""
+import math
+
+import pytest
+
+from tf_hat_ebm.reproduction import plateau
+from tf_hat_ebm.reproduction import tables
+
+
+@pytest.mark.parametrize('num_steps, loop, step', [(2000, 1, 1333), (1200, 25, 800),
+                                                   (2, 1, 1), (800, 1, 533), (6000, 25, 4000)])
+def test_the_checkpoint_is_two_thirds_of_training_on_the_loop_grid(num_steps, loop, step):
+  assert plateau.checkpoint_step(num_steps, loop) == step
+  assert step % loop == 0 and 0 < step < max(num_steps, 2)
+
+
+def test_a_change_below_the_evaluation_sd_is_converged_and_above_it_is_not():
+  # runs 10, 12 (sd 1.41) and 11, 13 (sd 1.41): pooled sd 1.41, change +1.0 < 1.41
+  r = plateau.rule([10.0, 12.0], [11.0, 13.0], 1333, 2000)
+  assert r['verdict'] == plateau.CONVERGED and r['converged']
+  assert r['difference'] == pytest.approx(1.0) and r['sd'] == pytest.approx(math.sqrt(2))
+  just_above = plateau.rule([10.0, 12.0], [11.5, 13.5], 1333, 2000)  # +1.5 > 1.41
+  assert just_above['verdict'] == plateau.WORSENING and not just_above['converged']
+  still = plateau.rule([14.0, 14.2], [11.0, 11.2], 1333, 2000)
+  assert still['verdict'] == plateau.IMPROVING and not still['converged']
+  assert still['difference'] == pytest.approx(-3.0) and 'change -3.00' in still['text']
+  worse = plateau.rule([11.0, 11.2], [14.0, 14.2], 1333, 2000)
+  assert worse['verdict'] == plateau.WORSENING
+
+
+def test_a_runaway_is_scored_at_its_last_healthy_checkpoint_and_labelled():
+  r = plateau.rule([9.0, 9.5], None, 1333, 2000, ran_away=True)
+  assert r['verdict'] == plateau.RUNAWAY and r['scored_step'] == 1333 and r['end'] is None
+  assert 'last healthy checkpoint (FID 9.25)' in r['text']
+  nan = plateau.rule([9.0, 9.5], [float('nan'), 8.0], 1333, 2000)
+  assert nan['verdict'] == plateau.RUNAWAY and nan['scored_step'] == 1333
+  assert plateau.rule(None, [8.0, 8.2], None, 2000)['verdict'] == plateau.UNMEASURED
+
+
+def test_an_arm_is_converged_only_when_every_seed_is():
+  yes = plateau.rule([10.0, 10.4], [10.1, 10.3], 1333, 2000)
+  no = plateau.rule([14.0, 14.2], [11.0, 11.2], 1333, 2000)
+  assert plateau.arm([yes, yes, yes])['verdict'] == plateau.CONVERGED
+  mixed = plateau.arm([yes, no, yes])
+  assert not mixed['converged'] and mixed['verdict'] == 'no: still improving (seed 1)'
+  assert mixed['mid'] == pytest.approx((10.2 * 2 + 14.1) / 3)
+
+
+def record(end_runs, mid_runs=None, step=2000, key='hat_ebm', failed=False):
+  if failed:
+    return dict(failed=True, step=step - 700)
+  result = {key: sum(end_runs) / len(end_runs), f'{key}_runs': end_runs}
+  if mid_runs:
+    result['plateau'] = {'step': 1333, 'end_step': step, f'{key}_runs': mid_runs}
+  return dict(result=result, step=step)
+
+
+def test_the_report_prints_steps_the_rules_numbers_and_a_verdict_per_arm():
+  seeds = [0, 1, 2]
+  records = {}
+  for s in seeds:
+    records[f'synthesis_s{s}'] = record([8.0 + s, 8.2 + s], [8.1 + s, 8.3 + s])
+    records[f'refinement_s{s}'] = record([11.0, 11.2], [14.0, 14.2])
+    records[f'sngan_s{s}'] = record([30.0, 30.5], None, step=1200, key='generator')
+    records[f'current_s{s}'] = record([40.0, 41.0], [40.5, 40.0]) if s else record(
+        None, failed=True)
+  lines, out = tables.plateau_table(records, seeds)
+  text = '\n'.join(lines)
+  rows = {r[0]: r for r in (line.strip('|').split('|') for line in lines if line.startswith('| '))}
+  cells = {k.strip(): [c.strip() for c in v] for k, v in rows.items()}
+  assert cells['synthesis: Hat EBM'][1:] == ['2,000', '1,333', '9.20', '9.10', '-0.10', '0.14',
+                                             'yes']
+  assert cells['refinement: Hat EBM'][-1] == 'no: still improving (seeds 0, 1, 2)'
+  assert cells["SN-GAN (the refinement's generator)"][-1] == plateau.UNMEASURED
+  assert cells['current samples'][-1] == 'no: ran away (seed 0)'
+  assert 'retrofit: Hat EBM' not in cells  # no stage, no row
+  assert out[0]['converged'] and not out[1]['converged']
+  assert out[3]['seeds'][0]['verdict'] == plateau.RUNAWAY
+  assert 'predates the rule' not in text

@@ -1,0 +1,91 @@
+"""Has a run reached its plateau? The FID of its last third of training, against its noise.
+
+The rule: a run is converged when its FID changed by less than the FID's own evaluation sd over
+the last third of training, |FID(end) - FID(2/3 of the steps)| < sd, where sd is the std of one
+sample set's FID pooled over both checkpoints' sample sets (the report's "eval sd"). A run still
+improving by more than that is not converged; one that got worse by more is past its best. A run
+the runaway guard stopped (or whose FID is not finite) is scored at its last healthy checkpoint,
+labelled as such.
+"""
+import math
+
+from tf_hat_ebm.reproduction import statistics
+
+FRACTION = 2 / 3  # the rule compares the end of training with this fraction of it
+RULE = ('|FID(end) - FID(2/3 of the steps)| < the evaluation sd (one sample set\'s FID, '
+        'pooled over both checkpoints)')
+CONVERGED, IMPROVING, WORSENING, RUNAWAY, UNMEASURED = (
+    'yes', 'no: still improving', 'no: past its best', 'ran away', 'not measured')
+
+
+def checkpoint_step(num_steps, steps_per_loop=1):
+  """The step the rule scores besides the end: FRACTION of `num_steps` on the training loop's
+  grid (a checkpoint is written only at a multiple of steps_per_loop)."""
+  loop = max(int(steps_per_loop), 1)
+  step = int(round(FRACTION * num_steps / loop)) * loop
+  return min(max(step, loop), max(num_steps - loop, loop))
+
+
+def _mean(runs):
+  runs = [float(r) for r in runs or () if r is not None and math.isfinite(r)]
+  return sum(runs) / len(runs) if runs else None
+
+
+def rule(mid_runs, end_runs, mid_step=None, end_step=None, ran_away=False):
+  """The rule on one run: the FID of each sample set at the 2/3 checkpoint and at the end.
+
+  ran_away: the guard stopped the run (or its end FID is not finite); it is then scored at the
+  2/3 checkpoint, its last healthy one. Returns {mid, end, sd, difference, verdict, converged,
+  scored_step, text}.
+  """
+  mid, end = _mean(mid_runs), _mean(end_runs)
+  end_finite = end_runs and all(r is not None and math.isfinite(r) for r in end_runs)
+  sd = statistics.evaluation_std([r for r in (mid_runs, end_runs) if r])
+  out = dict(mid=mid, end=end, sd=sd, mid_step=mid_step, end_step=end_step, difference=None,
+             converged=False, scored_step=end_step)
+  if ran_away or (end_runs and not end_finite):
+    out.update(verdict=RUNAWAY, end=None, scored_step=mid_step if mid is not None else None)
+    where = (f'scored at step {mid_step}, its last healthy checkpoint (FID {mid:.2f})'
+             if mid is not None else 'no healthy checkpoint scored')
+    out['text'] = f'{RUNAWAY} before step {end_step}; {where}'
+    return out
+  if mid is None or end is None or sd is None:
+    out.update(verdict=UNMEASURED, text=f'{UNMEASURED}: needs two sample sets at step '
+               f'{mid_step} and at the end')
+    return out
+  diff = end - mid
+  out['difference'] = diff
+  if abs(diff) < sd:
+    out.update(verdict=CONVERGED, converged=True)
+  else:
+    out['verdict'] = IMPROVING if diff < 0 else WORSENING
+  out['text'] = (f'{out["verdict"]}: FID {mid:.2f} at step {mid_step}, {end:.2f} at step '
+                 f'{end_step}, change {diff:+.2f} against eval sd {sd:.2f}')
+  return out
+
+
+def arm(per_seed):
+  """The rule over an arm's seeds: [rule(...) per seed, each with its 'seed'] -> {mid, end,
+  difference, sd (means over the healthy seeds), converged, verdict, counts: {verdict: [seeds]}}.
+  The arm is converged only when each of its seeds is; otherwise the verdict names the seeds of
+  each other outcome ('no: still improving (seeds 1, 2)')."""
+  measured = [r for r in per_seed if r['verdict'] != UNMEASURED]
+  counts = {}  # verdict: [seeds]
+  for i, r in enumerate(per_seed):
+    counts.setdefault(r['verdict'], []).append(r.get('seed', i))
+  healthy = [r for r in measured if r['verdict'] != RUNAWAY]
+  out = dict(mid=_mean([r['mid'] for r in healthy]), end=_mean([r['end'] for r in healthy]),
+             sd=_mean([r['sd'] for r in healthy]), counts=counts, n=len(per_seed),
+             converged=bool(measured) and all(r['converged'] for r in measured)
+             and len(measured) == len(per_seed))
+  out['difference'] = (out['end'] - out['mid'] if None not in (out['mid'], out['end'])
+                       else None)
+  if not measured:
+    out['verdict'] = UNMEASURED
+  elif out['converged']:
+    out['verdict'] = CONVERGED
+  else:
+    out['verdict'] = 'no: ' + '; '.join(
+        f'{v.replace("no: ", "")} (seed{"s" if len(c) > 1 else ""} {", ".join(map(str, c))})'
+        for v, c in sorted(counts.items()) if v != CONVERGED)
+  return out

@@ -1,0 +1,111 @@
+"""The committed reproduction's numbers as the docs quote them: one source, report.json.
+
+README.md, docs/results.md and docs/reproduce.md hold a block between BEGIN and END that is
+`block(report)` for the committed docs/reproduction/digits/report.json; tests/test_docs.py fails
+when a page's block differs, and `python -m tf_hat_ebm.reproduction.quote` rewrites the blocks
+after a new report is committed. Pure Python.
+"""
+import json
+import os
+import sys
+
+from tf_hat_ebm.evaluation import result as result_lib
+
+BEGIN = '<!-- numbers of docs/reproduction/digits/report.json (quote.py) -->'
+END = '<!-- end of the numbers of report.json -->'
+REPORT = os.path.join('docs', 'reproduction', 'digits', 'report.json')
+PAGES = ('README.md', os.path.join('docs', 'results.md'), os.path.join('docs', 'reproduce.md'))
+
+# (row label, report table, row label there, number of digits)
+ROWS = (
+    ('Table 2, synthesis: Hat EBM X = G(Z) + Y', 'synthesis', 'Hat EBM X = G(Z) + Y', 2),
+    ('its generator alone G(Z)', 'synthesis', 'its generator alone G(Z)', 2),
+    ('Table 1, refinement: SN-GAN G(Z0)', 'refinement', 'SN-GAN G(Z0)', 2),
+    ('DDLS', 'refinement', 'DDLS', 2),
+    ('Hat EBM X = G(Z_K) + Y_K', 'refinement', 'Hat EBM X = G(Z_K) + Y_K', 2),
+    ('retrofit: decoder of N(0, I)', 'retrofit', 'decoder of Z ~ N(0, I)', 2),
+    ('retrofit: Hat EBM', 'retrofit', 'Hat EBM X = G(Z_K) + Y_K', 2),
+    ('current samples (= cooperative, no batch norm)', 'ablations', 'current samples', 2),
+    ('cooperative learning, batch norm', 'ablations', 'cooperative learning', 2),
+    ('refinement without the residual Y', 'ablations', 'refinement without the residual', 2),
+    ('Table 3, AUROC: near-OOD (a model of digits 0-4 scoring 5-9)', 'ood', 'other_digits', 3),
+)
+
+
+def _row(report, table, start):
+  for row in report['tables'].get(table, ()):
+    if row['label'].startswith(start):
+      return row
+  raise KeyError(f'{REPORT} has no {table} row starting {start!r}')
+
+
+def _number(value, digits):
+  return '–' if value is None else f'{value:.{digits}f}'
+
+
+def _seeds(row, digits):
+  return ' / '.join(_number(v, digits) for v in row['per_seed'])
+
+
+def _test_split(report):
+  """The FID of the whole test split against the train split (every FID stage records it)."""
+  found = (result_lib.from_record(r.get('result')) for r in report['stages'].values())
+  values = {round(e.data['fid'], 2) for e in found if e is not None and 'fid' in e.data}
+  return ', '.join(f'{v:.2f}' for v in sorted(values)) or '–'
+
+
+def block(report):
+  """The lines the docs quote: each row's mean ± sd over seeds and per seed, and the checks."""
+  seeds = ', '.join(map(str, report['seeds']))
+  lines = [BEGIN, '', f'Seeds {seeds}; FID of 2 x 1,000 samples per seed (the digits '
+           'classifier\'s features), mean ± sample std over seeds. The whole test split (297 '
+           f'digits) scores {_test_split(report)} against the train split; the floor at N = '
+           '1,000 is in the report\'s calibration section.', '',
+           '| | mean ± sd over seeds | per seed |', '|---|---|---|']
+  for label, table, start, digits in ROWS:
+    row = _row(report, table, start)
+    spread = '' if row['std'] is None else f' ± {row["std"]:.{digits}f}'
+    lines.append(f'| {label} | {_number(row["mean"], digits)}{spread} | '
+                 f'{_seeds(row, digits)} |')
+  lines += ['', '| effect the paper reports | difference (worse - better) | 95% interval | '
+            'relative | verdict |', '|---|---|---|---|---|']
+  for check in report['checks']:
+    interval = ('–' if check['low'] is None else
+                f'[{check["low"]:+.2f}, {check["high"]:+.2f}]')
+    lines.append(f'| {check["check"]} | {_number(check["mean"], 2)} | {interval} | '
+                 f'{check.get("relative", "–")} | {check["verdict"]} |')
+  return lines + ['', END]
+
+
+def quoted(text):
+  """The block in a page's text (its lines from BEGIN to END), or None."""
+  lines = text.splitlines()
+  if BEGIN not in lines or END not in lines:
+    return None
+  return lines[lines.index(BEGIN):lines.index(END) + 1]
+
+
+def rewrite(text, report):
+  """The page's text with its block replaced by block(report)."""
+  lines = text.splitlines()
+  start, end = lines.index(BEGIN), lines.index(END)
+  return '\n'.join(lines[:start] + block(report) + lines[end + 1:]) + '\n'
+
+
+def main(root='.'):
+  """Rewrites every page's block from the committed report.json."""
+  with open(os.path.join(root, REPORT)) as f:
+    report = json.load(f)
+  for page in PAGES:
+    path = os.path.join(root, page)
+    with open(path) as f:
+      text = f.read()
+    if quoted(text) is None:
+      sys.exit(f'error: {page} has no block between {BEGIN} and {END}')
+    with open(path, 'w') as f:
+      f.write(rewrite(text, report))
+    print(f'{page}: the numbers of {REPORT}')
+
+
+if __name__ == '__main__':
+  main()
