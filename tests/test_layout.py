@@ -3,6 +3,7 @@ script under experiments/ is flags plus one call. Reads source only: millisecond
 import ast
 import graphlib
 import os
+import re
 
 from conftest import REPO
 
@@ -11,7 +12,7 @@ LAYERS = (
     ('registry', 'config', 'errors', 'checkpoints', 'guard', 'langevin', 'learning', 'optim',
      'bank', 'figures', 'flops', 'validation', 'text', 'perf', 'progress',
      'reproduction.stages', 'reproduction.paper', 'reproduction.statistics',
-     'reproduction.children'),
+     'reproduction.children', 'keras_compat', 'tfgan_compat'),
     ('data', 'nets', 'workdir', 'outputs', 'tasks.base', 'reproduction.report',
      'reproduction.tables'),
     ('generators', 'trained_run', 'run_record', 'summaries', 'digits_eval', 'evaluation.features',
@@ -23,6 +24,12 @@ LAYERS = (
     ('reproduction.runner', 'reproduction.pipeline'),
 )
 MAX_SCRIPT_LINES, MAX_FUNCTION_LINES = 120, 40
+# TensorFlow's own Keras, Keras 3 from TensorFlow 2.16 on: the code's Keras 2 comes from
+# tf_hat_ebm/keras_compat.py alone.
+TENSORFLOW_KERAS = re.compile(
+    r'\btf\.keras\b|\btensorflow\.keras\b|from tensorflow import\s+keras\b')
+# The export test's loader runs where no project code is imported (as a user's): it picks its own.
+TENSORFLOW_KERAS_ELSEWHERE = {'tests/test_export.py': 1}
 
 
 def package_imports():
@@ -69,3 +76,17 @@ def test_every_script_is_flags_and_one_call():
       if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         length = node.end_lineno - node.lineno + 1
         assert length <= MAX_FUNCTION_LINES, f'{name}: {node.name} is {length} lines'
+
+
+def test_keras_comes_from_one_module():
+  found = {}
+  for top in ('tf_hat_ebm', 'tests', 'benchmarks', 'experiments', 'tpu_utils'):
+    for root, _, names in os.walk(os.path.join(REPO, top)):
+      for name in (n for n in names if n.endswith('.py')):
+        path = os.path.join(root, name)
+        with open(path) as f:
+          uses = len(TENSORFLOW_KERAS.findall(f.read()))
+        relative = os.path.relpath(path, REPO).replace(os.sep, '/')
+        if uses and relative != 'tf_hat_ebm/keras_compat.py':
+          found[relative] = uses
+  assert found == TENSORFLOW_KERAS_ELSEWHERE

@@ -317,12 +317,29 @@ def make_generator(config_model, image_size, channels):
 # iteration) at every call with training=True and uses the stored kernel as is otherwise: D is
 # called with training=True while training and training=False when frozen (DDLS).
 class SpectralNormalization(layers.SpectralNormalization):
-  """Keras' spectral normalisation, usable inside `strategy.run` graphs.
+  """Keras' spectral normalisation, usable inside `strategy.run` graphs, the same on every Keras 2.
 
   Keras 2.15's normalize_weights branches in Python on a tensor (skip an all-zero kernel), which
-  fails when the layer is traced without AutoGraph (as in the trainer's replica step). The same
-  update here: one power iteration (by default), kernel <- kernel / sigma, u kept for the next call.
+  fails when the layer is traced without AutoGraph (as in the trainer's replica step); tf-keras
+  2.16+ changed its contract (returns the kernel for a caller to assign). The same update here on
+  both: one power iteration (by default), kernel <- kernel / sigma, u kept for the next call.
   """
+
+  def build(self, input_shape):
+    # Keras 2.15's build; tf-keras 2.16+'s makes its input spec with TensorFlow's Keras, Keras 3
+    # there, and fails. The wrapped layer is a convolution or dense layer: it has a kernel.
+    layers.Wrapper.build(self, input_shape)
+    self.input_spec = layers.InputSpec(shape=[None] + tf.TensorShape(input_shape)[1:])
+    self.kernel = self.layer.kernel
+    self.kernel_shape = self.kernel.shape.as_list()
+    self.vector_u = self.add_weight(
+        shape=(1, self.kernel_shape[-1]), name='vector_u', dtype=self.kernel.dtype,
+        initializer=tf.keras.initializers.TruncatedNormal(stddev=0.02), trainable=False)
+
+  def call(self, inputs, training=False):
+    if training:
+      self.normalize_weights()
+    return self.layer(inputs)
 
   def normalize_weights(self):
     weights = tf.reshape(self.kernel, [-1, self.kernel_shape[-1]])
