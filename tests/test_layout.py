@@ -2,6 +2,7 @@
 script under experiments/ is flags plus one call. Reads source only: milliseconds."""
 import ast
 import graphlib
+import io
 import os
 import re
 import tokenize
@@ -87,8 +88,9 @@ def test_keras_comes_from_one_module():
       for name in (n for n in names if n.endswith('.py')):
         path = os.path.join(root, name)
         with open(path) as f:  # code and strings (code a test runs), not comments
-          lines = f.read().splitlines()
-        for token in tokenize.generate_tokens(iter(lines).__next__):
+          text = f.read()
+        lines = text.splitlines()
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
           if token.type == tokenize.COMMENT:
             row, column = token.start
             lines[row - 1] = lines[row - 1][:column]
