@@ -159,3 +159,9 @@ def test_the_model_card_says_which_fid_it_measured():
   assert 'NOT Inception FID' in export.fid_features_note('classifier_0123abcd')
   assert 'Inception pool3' in export.fid_features_note('inception_v1')
   assert '2210.16486' in export.BIBTEX and export.RELEASE_URL.endswith('point0bar1/hat-ebm')
+
+
+def test_export_prints_the_path_steps_as_plain_numbers(trained_workdir, tmp_path, capsys):
+  export.export_run(trained_workdir, str(tmp_path / 'saved_model'))
+  # numpy 2 shows an array's items as np.int32(0) in a list of them
+  assert '  sample_path steps: [0, 1, 2]\n' in capsys.readouterr().out

@@ -486,6 +486,6 @@ def export_run(workdir, output=None, path_steps=None, overwrite=False, **load):
   print(f'Exported step {run.step} of {workdir} to {output}\n'
         f'  sample(num_samples, seed): K={s.steps}, eps={s.step_size:g}, T={s.temperature:g}, '
         f'Y0 scale={s.init_scale:g}; images {module.expected_shape} in [-1, 1]\n'
-        f'  sample_path steps: {list(module.path_steps.numpy())}\n'
+        f'  sample_path steps: {module.path_steps.numpy().tolist()}\n'
         f'  energy(images): float32 {module.expected_shape} -> [N]')
   return module
