@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import bank as bank_lib
+from tf_hat_ebm.keras_compat import keras
 
 
 def test_entries_per_replica_rounds_to_whole_batches():
@@ -34,7 +35,7 @@ def test_choose_is_distinct_and_overwrite_touches_only_those_entries():
 
 def test_fill_is_generator_of_latents():
   bank = bank_lib.Bank(12, [3], [3])
-  gen = tf.keras.Sequential([tf.keras.layers.Dense(3)])
+  gen = keras.Sequential([keras.layers.Dense(3)])
   gen.build([None, 3])
   bank.fill(gen, tf.random.Generator.from_seed(1), 4)
   np.testing.assert_allclose(bank.x.numpy(), gen(bank.z).numpy(), rtol=1e-5, atol=1e-6)

@@ -58,12 +58,16 @@ for name, model in (('tf', tf.saved_model.load(path)), ('hub', hub.load(path))):
                            card=open(model.model_card.asset_path.numpy().decode()).read(),
                            config=json.load(open(model.config_file.asset_path.numpy().decode())))
 out['assets'] = sorted(__import__('os').listdir(path + '/assets'))
+try:  # hub.KerasLayer is a Keras 2 layer: tf_keras from TensorFlow 2.16 on
+  import tf_keras as keras
+except ImportError:  # TensorFlow 2.15, whose own Keras is Keras 2
+  keras = tf.keras
 layer = hub.KerasLayer(path, signature='energy', output_key='energy')
-inputs = tf.keras.Input([16, 16, 1])
-out['keras_energy'] = tf.keras.Model(inputs, layer(inputs))(images).numpy().tolist()
+inputs = keras.Input([16, 16, 1])
+out['keras_energy'] = keras.Model(inputs, layer(inputs))(images).numpy().tolist()
 # The reusable SavedModel API: no signature named, the parameters counted.
 default = hub.KerasLayer(path)
-keras_model = tf.keras.Model(inputs, default(inputs))
+keras_model = keras.Model(inputs, default(inputs))
 out['keras_default'] = keras_model(images).numpy().tolist()
 out['keras_params'] = int(keras_model.count_params())
 loaded = tf.saved_model.load(path)
@@ -155,3 +159,9 @@ def test_the_model_card_says_which_fid_it_measured():
   assert 'NOT Inception FID' in export.fid_features_note('classifier_0123abcd')
   assert 'Inception pool3' in export.fid_features_note('inception_v1')
   assert '2210.16486' in export.BIBTEX and export.RELEASE_URL.endswith('point0bar1/hat-ebm')
+
+
+def test_export_prints_the_path_steps_as_plain_numbers(trained_workdir, tmp_path, capsys):
+  export.export_run(trained_workdir, str(tmp_path / 'saved_model'))
+  # numpy 2 shows an array's items as np.int32(0) in a list of them
+  assert '  sample_path steps: [0, 1, 2]\n' in capsys.readouterr().out

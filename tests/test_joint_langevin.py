@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import langevin
+from tf_hat_ebm.keras_compat import keras
 
 from test_langevin import QueueNoise
 
@@ -12,14 +13,14 @@ A = np.array([[1.0, 2.0], [-1.0, 0.5]], np.float32)   # x_i = sum_j A[i, j] z_j
 W = np.array([2.0, 0.5], np.float32)
 
 
-class QuadraticHat(tf.keras.Model):
+class QuadraticHat(keras.Model):
   """grad_x H = w * x: depends on x, so the order of the Y and Z half-steps is visible."""
 
   def call(self, x):
     return 0.5 * tf.reduce_sum(tf.reshape(W, [1, 1, 2, 1]) * tf.square(x), axis=[1, 2, 3])
 
 
-class LinearGenerator(tf.keras.Model):
+class LinearGenerator(keras.Model):
   latent_shape = (2,)
 
   def __init__(self):
@@ -30,7 +31,7 @@ class LinearGenerator(tf.keras.Model):
     return tf.reshape(tf.matmul(z, self.a, transpose_b=True), [-1, 1, 2, 1])
 
 
-class LinearDiscriminator(tf.keras.Model):
+class LinearDiscriminator(keras.Model):
   """D(x) = v . x + 1 (a logit)."""
 
   def call(self, x):

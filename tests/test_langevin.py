@@ -4,9 +4,10 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import langevin
+from tf_hat_ebm.keras_compat import keras
 
 
-class LinearHat(tf.keras.Model):
+class LinearHat(keras.Model):
   """H(x) = sum(w * x): grad_x H = w everywhere, so every step can be computed by hand."""
 
   def __init__(self, w):

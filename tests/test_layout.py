@@ -2,8 +2,10 @@
 script under experiments/ is flags plus one call. Reads source only: milliseconds."""
 import ast
 import graphlib
+import io
 import os
 import re
+import tokenize
 
 from conftest import REPO
 from tf_hat_ebm import registry
@@ -14,7 +16,7 @@ LAYERS = (
      'bank', 'figures', 'flops', 'validation', 'text', 'perf', 'progress',
      'reproduction.stages', 'reproduction.paper', 'reproduction.statistics',
      'reproduction.children', 'reproduction.plateau', 'reproduction.departures',
-     'evaluation.result'),
+     'evaluation.result', 'keras_compat', 'tfgan_compat'),
     ('data', 'nets', 'workdir', 'outputs', 'tasks.base', 'reproduction.report',
      'reproduction.tables', 'reproduction.quote'),
     ('generators', 'trained_run', 'run_record', 'summaries', 'digits_eval', 'evaluation.features',
@@ -27,6 +29,13 @@ LAYERS = (
     ('reproduction.runner', 'reproduction.pipeline', 'reproduction.command'),
 )
 MAX_SCRIPT_LINES, MAX_FUNCTION_LINES = 120, 40
+# TensorFlow's own Keras, Keras 3 from TensorFlow 2.16 on: the code's Keras 2 comes from
+# tf_hat_ebm/keras_compat.py alone.
+TENSORFLOW_KERAS = re.compile(
+    r'\btf\.keras\b|\btensorflow\.keras\b|from tensorflow import\s+keras\b')
+# Code of a user's process, run by tests: the export's loader (no project code imported, it picks
+# its own Keras) and the check that importing the package leaves a user's tf.keras as it was.
+TENSORFLOW_KERAS_ELSEWHERE = {'tests/test_export.py': 1, 'tests/test_stacks.py': 2}
 
 
 def package_files():
@@ -145,3 +154,23 @@ def test_every_script_is_flags_and_one_call():
       if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         length = node.end_lineno - node.lineno + 1
         assert length <= MAX_FUNCTION_LINES, f'{name}: {node.name} is {length} lines'
+
+
+def test_keras_comes_from_one_module():
+  found = {}
+  for top in ('tf_hat_ebm', 'tests', 'benchmarks', 'experiments', 'tpu_utils'):
+    for root, _, names in os.walk(os.path.join(REPO, top)):
+      for name in (n for n in names if n.endswith('.py')):
+        path = os.path.join(root, name)
+        with open(path) as f:  # code and strings (code a test runs), not comments
+          text = f.read()
+        lines = text.splitlines()
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+          if token.type == tokenize.COMMENT:
+            row, column = token.start
+            lines[row - 1] = lines[row - 1][:column]
+        uses = len(TENSORFLOW_KERAS.findall('\n'.join(lines)))
+        relative = os.path.relpath(path, REPO).replace(os.sep, '/')
+        if uses and relative != 'tf_hat_ebm/keras_compat.py':
+          found[relative] = uses
+  assert found == TENSORFLOW_KERAS_ELSEWHERE

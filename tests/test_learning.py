@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import learning
+from tf_hat_ebm.keras_compat import keras
 
 from conftest import TWO_CPUS
 from conftest import tiny
@@ -45,7 +46,7 @@ def test_perturb_data_scale():
 
 def test_apply_gradients_clips_global_norm_and_reports_it():
   v = tf.Variable([0.0, 0.0])
-  opt = tf.keras.optimizers.SGD(1.0)
+  opt = keras.optimizers.SGD(1.0)
   loss, norm = learning.apply_gradients(opt, lambda: tf.reduce_sum(v * [30.0, 40.0]), [v], 5.0)
   np.testing.assert_allclose(norm.numpy(), 50.0)
   np.testing.assert_allclose(v.numpy(), [-3.0, -4.0], rtol=1e-6)  # clipped to norm 5
@@ -66,7 +67,7 @@ def _two_replica_step(strategy, clip_mode, clip_norm=5.0):
   coeffs = {'v': tf.constant([[30.0, 40.0], [6.0, 8.0]]), 'w': tf.constant([[3.0], [-20.0]])}
   with strategy.scope():
     v, w = tf.Variable([0.0, 0.0]), tf.Variable([0.0])
-    opt = tf.keras.optimizers.SGD(1.0)
+    opt = keras.optimizers.SGD(1.0)
     opt.build([v, w])
 
   def replica_fn():

@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import nets
+from tf_hat_ebm.keras_compat import keras
 
 
 def conv_params(k, cin, cout):
@@ -84,7 +85,7 @@ def test_generator_batch_norm_is_fixed_and_trains_scale_offset():
   a = gen(z, training=True).numpy()
   b = gen(z[:2], training=True).numpy()  # batch statistics would change with the batch
   np.testing.assert_allclose(a[:2], b, rtol=1e-5, atol=1e-6)
-  bns = [m for m in gen.submodules if isinstance(m, tf.keras.layers.BatchNormalization)]
+  bns = [m for m in gen.submodules if isinstance(m, keras.layers.BatchNormalization)]
   assert bns and all(float(tf.reduce_max(tf.abs(bn.moving_mean))) == 0 for bn in bns)
   names = [v.name for v in gen.trainable_variables]
   assert any('gamma' in n for n in names) and any('beta' in n for n in names)
@@ -114,7 +115,7 @@ def test_batch_norm_epsilon():
   # 1e-3 (Keras' default, the release's generators); Mimicry's SN-GAN (batch statistics) 1e-5.
   for batch_stats, epsilon in ((False, 1e-3), (True, 1e-5)):
     gen = nets.Generator(16, 1, 8, 4, batch_stats=batch_stats).build_for_input()
-    bns = [m for m in gen.submodules if isinstance(m, tf.keras.layers.BatchNormalization)]
+    bns = [m for m in gen.submodules if isinstance(m, keras.layers.BatchNormalization)]
     assert len(bns) == 5 and {bn.epsilon for bn in bns} == {epsilon}
 
 

@@ -8,6 +8,7 @@ import tensorflow as tf
 from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
 from tf_hat_ebm import samples as samples_lib
+from tf_hat_ebm.keras_compat import keras
 from tf_hat_ebm.tasks import joint
 from tf_hat_ebm.trainer import Trainer
 
@@ -16,12 +17,12 @@ from conftest import tiny
 
 def tiny_decoder():
   """A user's generator: latents [4] -> sigmoid images [16, 16, 1] in (0, 1)."""
-  tf.keras.utils.set_random_seed(0)
-  return tf.keras.Sequential([
-      tf.keras.layers.Input([4]),
-      tf.keras.layers.Dense(4 * 4 * 4, activation='relu'),
-      tf.keras.layers.Reshape([4, 4, 4]),
-      tf.keras.layers.Conv2DTranspose(1, 4, strides=4, activation='sigmoid'),
+  keras.utils.set_random_seed(0)
+  return keras.Sequential([
+      keras.layers.Input([4]),
+      keras.layers.Dense(4 * 4 * 4, activation='relu'),
+      keras.layers.Reshape([4, 4, 4]),
+      keras.layers.Conv2DTranspose(1, 4, strides=4, activation='sigmoid'),
   ])
 
 

@@ -29,6 +29,7 @@ from tf_hat_ebm import result_files
 from tf_hat_ebm import trainer as trainer_lib
 from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm import workdir as workdir_lib
+from tf_hat_ebm.keras_compat import keras
 from tpu_utils.strategy import check_batch_split
 
 from conftest import REPO, run_command, tiny
@@ -783,13 +784,13 @@ def test_a_workdir_naming_a_module_as_its_kind_imports_nothing_unless_trusted(
 
 def test_a_savedmodel_generator_loads_as_a_graph_running_no_python(tmp_path):
   marker = str(tmp_path / 'ran')
-  model = tf.keras.Sequential([tf.keras.layers.Input([4]), tf.keras.layers.Dense(256),
-                               tf.keras.layers.Reshape([16, 16, 1])])
+  model = keras.Sequential([keras.layers.Input([4]), keras.layers.Dense(256),
+                            keras.layers.Reshape([16, 16, 1])])
 
   def touch(x):  # Python a Keras loader would unmarshal and run (as any Lambda's)
     open(marker, 'a').close()
     return x
-  model.add(tf.keras.layers.Lambda(touch))
+  model.add(keras.layers.Lambda(touch))
   model.save(str(tmp_path / 'g'))
   os.remove(marker)  # saving traced it once
   config = registry.defaults('joint')

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import generators
 from tf_hat_ebm import nets
+from tf_hat_ebm.keras_compat import keras
 from tf_hat_ebm.tasks import sngan
 from tf_hat_ebm.trainer import Trainer
 
@@ -53,7 +54,7 @@ def test_discriminator_head_sees_the_spatial_sum_as_mimicry(image_size, position
 
 
 def test_spectral_norm_bounds_the_kernel():
-  layer = nets.SpectralNormalization(tf.keras.layers.Dense(3), power_iterations=20)
+  layer = nets.SpectralNormalization(keras.layers.Dense(3), power_iterations=20)
   layer(tf.ones([1, 5]), training=True)
   layer.kernel.assign(layer.kernel * 10.0)
   tf.function(lambda x: layer(x, training=True))(tf.ones([1, 5]))  # graph-safe

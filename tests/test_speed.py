@@ -13,6 +13,7 @@ from tf_hat_ebm import flops
 from tf_hat_ebm import langevin
 from tf_hat_ebm import nets
 from tf_hat_ebm import perf
+from tf_hat_ebm.keras_compat import keras
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import Trainer
 
@@ -161,7 +162,7 @@ def test_mixed_precision_keeps_states_energies_and_bank_float32(tmp_path):
   strategy = tf.distribute.get_strategy()
   config = tiny(**{'perf.precision': 'mixed_bfloat16'})
   task = SynthesisTask(config, strategy)
-  assert tf.keras.mixed_precision.global_policy().name == 'float32'  # not leaked
+  assert keras.mixed_precision.global_policy().name == 'float32'  # not leaked
   assert task.hat.blocks[0].c1.compute_dtype == 'bfloat16'
   assert all(v.dtype == tf.float32 for v in task.hat.variables + task.generator.variables)
   z = tf.random.normal([2, config.model.z_dim])

@@ -519,6 +519,6 @@ def export_run(workdir, output=None, path_steps=None, overwrite=False, **load):
   s = run.model.sampling
   print(f'Exported step {run.step} of {workdir} to {output}\n'
         f'  sample(num_samples, seed): {s.describe()}; images {module.expected_shape} in [-1, 1]\n'
-        f'  sample_path steps: {list(module.path_steps.numpy())}\n'
+        f'  sample_path steps: {module.path_steps.numpy().tolist()}\n'
         f'  energy(images): float32 {module.expected_shape} -> [N]')
   return module

@@ -19,20 +19,21 @@ import math
 import tensorflow as tf
 
 from tf_hat_ebm import validation
+from tf_hat_ebm.keras_compat import keras
 from tf_hat_ebm.langevin import project_to_sphere
 from tpu_utils import hardware
 
-layers = tf.keras.layers
+layers = keras.layers
 
 
 # Mimicry initialisation: xavier-uniform with gain sqrt(2) in the residual path, gain 1 elsewhere.
 # (Factories: Keras warns when one unseeded initializer instance serves several layers.)
 def _RESIDUAL_INIT():
-  return tf.keras.initializers.VarianceScaling(2.0, 'fan_avg', 'uniform')
+  return keras.initializers.VarianceScaling(2.0, 'fan_avg', 'uniform')
 
 
 def _PLAIN_INIT():
-  return tf.keras.initializers.VarianceScaling(1.0, 'fan_avg', 'uniform')
+  return keras.initializers.VarianceScaling(1.0, 'fan_avg', 'uniform')
 
 
 # config.model.init: 'glorot' is Keras' default glorot uniform everywhere (the authors' release);
@@ -205,7 +206,7 @@ def generator_layout(image_size, width):
   return [width] * (num_up - 4) + halving
 
 
-class HatNetwork(tf.keras.Model):
+class HatNetwork(keras.Model):
   """H(x): image -> scalar energy. SN-GAN discriminator with spectral norm removed.
 
   Head: ReLU, global average pool, dense(1, no bias). Returns shape [batch].
@@ -237,7 +238,7 @@ class HatNetwork(tf.keras.Model):
     return self
 
 
-class Generator(tf.keras.Model):
+class Generator(keras.Model):
   """G(z): latent [batch, z_dim] -> image [batch, size, size, channels] in out_factor*(-1, 1)."""
 
   def __init__(self, image_size=32, channels=3, width=256, z_dim=128, out_factor=1.0,
@@ -292,12 +293,12 @@ def with_precision(precision, build_fn):
   """
   if precision not in PRECISIONS:
     raise ValueError(f'unknown precision {precision!r}; use one of {", ".join(PRECISIONS)}')
-  previous = tf.keras.mixed_precision.global_policy()
-  tf.keras.mixed_precision.set_global_policy(precision)
+  previous = keras.mixed_precision.global_policy()
+  keras.mixed_precision.set_global_policy(precision)
   try:
     return build_fn()
   finally:
-    tf.keras.mixed_precision.set_global_policy(previous)
+    keras.mixed_precision.set_global_policy(previous)
 
 
 def make_hat(config_model, image_size, channels):
@@ -317,12 +318,29 @@ def make_generator(config_model, image_size, channels):
 # iteration) at every call with training=True and uses the stored kernel as is otherwise: D is
 # called with training=True while training and training=False when frozen (DDLS).
 class SpectralNormalization(layers.SpectralNormalization):
-  """Keras' spectral normalisation, usable inside `strategy.run` graphs.
+  """Keras' spectral normalisation, usable inside `strategy.run` graphs, the same on every Keras 2.
 
   Keras 2.15's normalize_weights branches in Python on a tensor (skip an all-zero kernel), which
-  fails when the layer is traced without AutoGraph (as in the trainer's replica step). The same
-  update here: one power iteration (by default), kernel <- kernel / sigma, u kept for the next call.
+  fails when the layer is traced without AutoGraph (as in the trainer's replica step); tf-keras
+  2.16+ changed its contract (returns the kernel for a caller to assign). The same update here on
+  both: one power iteration (by default), kernel <- kernel / sigma, u kept for the next call.
   """
+
+  def build(self, input_shape):
+    # Keras 2.15's build; tf-keras 2.16+'s makes its input spec with TensorFlow's Keras, Keras 3
+    # there, and fails. The wrapped layer is a convolution or dense layer: it has a kernel.
+    layers.Wrapper.build(self, input_shape)
+    self.input_spec = layers.InputSpec(shape=[None] + tf.TensorShape(input_shape)[1:])
+    self.kernel = self.layer.kernel
+    self.kernel_shape = self.kernel.shape.as_list()
+    self.vector_u = self.add_weight(
+        shape=(1, self.kernel_shape[-1]), name='vector_u', dtype=self.kernel.dtype,
+        initializer=keras.initializers.TruncatedNormal(stddev=0.02), trainable=False)
+
+  def call(self, inputs, training=False):
+    if training:
+      self.normalize_weights()
+    return self.layer(inputs)
 
   def normalize_weights(self):
     weights = tf.reshape(self.kernel, [-1, self.kernel_shape[-1]])
@@ -391,7 +409,7 @@ class StemBlock(DiscriminatorBlock):
     return self.c2(tf.nn.relu(self.c1(x))) + self.c_sc(x)
 
 
-class Encoder(tf.keras.Model):
+class Encoder(keras.Model):
 
   def __init__(self, image_size=32, channels=3, width=256, init='glorot', name='encoder', **kw):
     super().__init__(name=name, **kw)
@@ -414,7 +432,7 @@ class Encoder(tf.keras.Model):
     return self
 
 
-class DecoderStemBlock(tf.keras.layers.Layer):
+class DecoderStemBlock(keras.layers.Layer):
   """3x3 conv, BN, ReLU, 3x3 conv, plus a 1x1 conv shortcut; no upsampling (the release's)."""
 
   def __init__(self, out_channels, init='glorot', **kwargs):
@@ -428,7 +446,7 @@ class DecoderStemBlock(tf.keras.layers.Layer):
     return self.c2(tf.nn.relu(self.b2(self.c1(z), training=False))) + self.c_sc(z)
 
 
-class Decoder(tf.keras.Model):
+class Decoder(keras.Model):
   """z [batch, s/2, s/2, 1] -> image [batch, s, s, channels] in out_factor * (-1, 1)."""
 
   def __init__(self, image_size=32, channels=3, width=256, out_factor=2.0, init='glorot',

@@ -1,6 +1,8 @@
 """Adam optimizers with a learning-rate schedule per network."""
 import tensorflow as tf
 
+from tf_hat_ebm.keras_compat import keras
+
 # Networks with a piecewise-constant schedule in the config's optim section.
 SCHEDULED_NETWORKS = ('hat', 'gen')
 
@@ -18,8 +20,8 @@ def piecewise_schedule(base_lr, boundaries, values, field='optim'):
     raise ValueError(f'{field}_boundaries must be positive and increasing, not {boundaries}')
   if not boundaries:
     return float(base_lr)
-  return tf.keras.optimizers.schedules.PiecewiseConstantDecay(boundaries,
-                                                              [float(base_lr)] + values)
+  return keras.optimizers.schedules.PiecewiseConstantDecay(boundaries,
+                                                           [float(base_lr)] + values)
 
 
 def network_schedule(optim_cfg, network):
@@ -32,11 +34,11 @@ def network_schedule(optim_cfg, network):
 
 def linear_decay(base_lr, decay_steps):
   """base_lr decayed linearly to 0 at optimizer step decay_steps (Mimicry's SN-GAN schedule)."""
-  return tf.keras.optimizers.schedules.PolynomialDecay(float(base_lr), int(decay_steps), 0.0,
-                                                       power=1.0)
+  return keras.optimizers.schedules.PolynomialDecay(float(base_lr), int(decay_steps), 0.0,
+                                                    power=1.0)
 
 
-class ScaledSchedule(tf.keras.optimizers.schedules.LearningRateSchedule):
+class ScaledSchedule(keras.optimizers.schedules.LearningRateSchedule):
   """schedule(step) * scale, with `scale` a checkpointed variable (lowered by a rollback)."""
 
   def __init__(self, schedule, scale):
@@ -58,7 +60,7 @@ def make_adam(optim_cfg, learning_rate, variables, lr_scale=None):
   schedule = learning_rate
   if lr_scale is not None:
     schedule = ScaledSchedule(schedule, lr_scale)
-  opt = tf.keras.optimizers.Adam(
+  opt = keras.optimizers.Adam(
       learning_rate=schedule,
       beta_1=optim_cfg.beta1, beta_2=optim_cfg.beta2)
   opt.build(variables)
@@ -67,6 +69,6 @@ def make_adam(optim_cfg, learning_rate, variables, lr_scale=None):
 
 def current_learning_rate(optimizer):
   lr = optimizer.learning_rate
-  if isinstance(lr, tf.keras.optimizers.schedules.LearningRateSchedule):
+  if isinstance(lr, keras.optimizers.schedules.LearningRateSchedule):
     return float(lr(optimizer.iterations))
   return float(tf.convert_to_tensor(lr))

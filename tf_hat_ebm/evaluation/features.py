@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import workdir as workdir_lib
+from tf_hat_ebm.keras_compat import keras
 
 FEATURE_DIM = 64
 EPOCHS = 20
@@ -22,8 +23,8 @@ EPOCHS = 20
 
 def build_classifier(image_size, channels, num_classes, feature_dim=FEATURE_DIM):
   """conv32-conv32-pool-conv64-conv64-pool-GAP-dense(feature_dim)-dense(classes); [-1, 1] input."""
-  layers = tf.keras.layers
-  inputs = tf.keras.Input([image_size, image_size, channels])
+  layers = keras.layers
+  inputs = keras.Input([image_size, image_size, channels])
   h = inputs
   for width in (32, 64):
     h = layers.Conv2D(width, 3, padding='same', activation='relu')(h)
@@ -32,7 +33,7 @@ def build_classifier(image_size, channels, num_classes, feature_dim=FEATURE_DIM)
   h = layers.GlobalAveragePooling2D()(h)
   features = layers.Dense(feature_dim, activation='relu', name='features')(h)
   logits = layers.Dense(num_classes, name='logits')(features)
-  return tf.keras.Model(inputs, logits)
+  return keras.Model(inputs, logits)
 
 
 def labelled_arrays(data_cfg, split):
@@ -61,7 +62,7 @@ class ClassifierFeatures:
 
   def __init__(self, model, name, description, test_accuracy):
     self.model = model
-    self.features = tf.keras.Model(model.input, model.get_layer('features').output)
+    self.features = keras.Model(model.input, model.get_layer('features').output)
     self.name, self.description, self.test_accuracy = name, description, test_accuracy
     self._call = tf.function(lambda x: self.features(x, training=False))
 
@@ -141,10 +142,10 @@ def classifier_features(data_cfg, cache_dir=None, epochs=EPOCHS, seed=0, verbose
     x_train, y_train = labelled_arrays(data_cfg, data_cfg.train_split)
     x_test, y_test = labelled_arrays(data_cfg, data_cfg.test_split)
     num_classes = int(max(y_train.max(), y_test.max())) + 1
-    tf.keras.utils.set_random_seed(seed)  # the same data gives the same network
+    keras.utils.set_random_seed(seed)  # the same data gives the same network
     model = build_classifier(data_cfg.image_size, data_cfg.channels, num_classes)
-    model.compile(tf.keras.optimizers.Adam(1e-3),
-                  tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    model.compile(keras.optimizers.Adam(1e-3),
+                  keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=['accuracy'])
     if verbose:
       print(f'training the FID feature classifier on {data_cfg.name} {data_cfg.train_split} '

@@ -1,5 +1,5 @@
 """FID's parts: the feature networks, activations streamed batch by batch, the Frechet distance
-by TF-GAN (metrics.py scores every metric with them; evaluate.py is the command).
+by TF-GAN (tfgan_compat; metrics.py scores every metric with them; evaluate.py is the command).
 
 Feature networks map images in [-1, 1] ([N, size, size, channels] float32) to activations [N, d]:
   * the standard Inception (TF-GAN's `INCEPTION_TFHUB`, pool_3), for numbers comparable with the
@@ -16,10 +16,10 @@ import zipfile
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_gan as tfgan
 
 from tf_hat_ebm import data as data_lib
 from tf_hat_ebm import progress
+from tf_hat_ebm import tfgan_compat
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.evaluation import features
 
@@ -43,7 +43,7 @@ def to_inception_input(images):
   pixels = tf.round((tf.clip_by_value(images, -1.0, 1.0) + 1.0) * 127.5)
   if pixels.shape[-1] == 1:
     pixels = tf.tile(pixels, [1, 1, 1, 3])
-  size = tfgan.eval.INCEPTION_DEFAULT_IMAGE_SIZE
+  size = tfgan_compat.INCEPTION_DEFAULT_IMAGE_SIZE
   resized = tf.compat.v1.image.resize(pixels, [size, size],
                                       method=tf.image.ResizeMethod.BILINEAR)
   return (resized - 128.0) / 128.0
@@ -53,23 +53,22 @@ class InceptionFeatures:
   """pool_3 activations (2048) of TF-GAN's Inception, loaded once."""
 
   def __init__(self, inception_path=None):
-    source = inception_path or tfgan.eval.INCEPTION_TFHUB
+    source = inception_path or tfgan_compat.INCEPTION_TFHUB
     try:
-      import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
-      self.module = hub.load(source)
+      self.module = tfgan_compat.import_hub().load(source)
     except Exception as e:  # pylint: disable=broad-except  (hub raises OSError, URLError, ...)
       first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
       cache = os.environ.get('TFHUB_CACHE_DIR', '(TFHUB_CACHE_DIR not set)')
       raise FeatureNetUnavailableError(
           f'cannot load the Inception network for FID from {source} (TF-Hub cache: {cache}): '
-          f'{first}; ' + INCEPTION_HELP.format(url=tfgan.eval.INCEPTION_TFHUB)) from e
+          f'{first}; ' + INCEPTION_HELP.format(url=tfgan_compat.INCEPTION_TFHUB)) from e
     self.name = 'inception_pool3'
     self.description = f'Inception pool_3 ({source})'
 
   @tf.function
   def _features(self, images):
     out = self.module(to_inception_input(images))
-    return tf.reshape(out[tfgan.eval.INCEPTION_FINAL_POOL], [tf.shape(images)[0], -1])
+    return tf.reshape(out[tfgan_compat.INCEPTION_FINAL_POOL], [tf.shape(images)[0], -1])
 
   def __call__(self, images):
     return self._features(tf.convert_to_tensor(images, tf.float32))
@@ -91,13 +90,13 @@ def check_memory(num_samples, dim=2048, sets=4):
 
 def frechet_distance(activations1, activations2):
   """FID between two sets of activations [n, d] (float64 math, unbiased covariances)."""
-  return float(tfgan.eval.frechet_classifier_distance_from_activations(
+  return float(tfgan_compat.frechet_distance(
       tf.constant(activations1, tf.float64), tf.constant(activations2, tf.float64)))
 
 
 def batch_activations(images, feature_net):
   """float32 activations [n, d] of one batch of images."""
-  return np.asarray(tfgan.eval.run_classifier_fn(images, feature_net), np.float32)
+  return np.asarray(tfgan_compat.run_classifier_fn(images, feature_net), np.float32)
 
 
 def activations(batches, feature_net, total=None, label=None, verbose=True):

@@ -13,6 +13,7 @@ import tensorflow as tf
 from tf_hat_ebm import langevin
 from tf_hat_ebm import learning
 from tf_hat_ebm import optim
+from tf_hat_ebm.keras_compat import keras
 from tpu_utils.strategy import check_batch_split
 
 
@@ -31,7 +32,7 @@ class Task:
     self.config, self.strategy = config, strategy
     self.global_batch = config.training.batch_size
     self.batch = check_batch_split(config.training.batch_size, strategy)  # per replica
-    tf.keras.utils.set_random_seed(config.seed)  # same seed, same initial networks
+    keras.utils.set_random_seed(config.seed)  # same seed, same initial networks
     with strategy.scope():
       # One factor on every learning rate; a divergence rollback lowers it (trainer.py).
       self.lr_scale = tf.Variable(1.0, trainable=False, name='lr_scale')

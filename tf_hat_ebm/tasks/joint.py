@@ -13,6 +13,7 @@ from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
 from tf_hat_ebm import nets
 from tf_hat_ebm import optim
+from tf_hat_ebm.keras_compat import keras
 from tf_hat_ebm.tasks import base
 
 
@@ -24,7 +25,7 @@ def networks(config, strategy=None, generator=None):
   if generator is None:
     generator, discriminator = generators.load(config, precision)
   compute = getattr(generator, 'compute_dtype', tf.float32)
-  if compute != tf.keras.mixed_precision.Policy(precision).compute_dtype:
+  if compute != keras.mixed_precision.Policy(precision).compute_dtype:
     reason += f'; the frozen generator computes in {compute.name} (its own precision)'
   hat = nets.with_precision(precision, lambda: nets.make_hat(
       config.model, config.data.image_size, config.data.channels))

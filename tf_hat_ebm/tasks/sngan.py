@@ -7,11 +7,11 @@ counts 100k of those). D is called with training=True while training (spectral n
 updates its estimate) and training=False when frozen.
 """
 import tensorflow as tf
-from tensorflow_gan.python.losses import losses_impl as tfgan_losses
 
 from tf_hat_ebm import learning
 from tf_hat_ebm import nets
 from tf_hat_ebm import optim
+from tf_hat_ebm import tfgan_compat
 from tf_hat_ebm import validation
 from tf_hat_ebm.tasks import base
 
@@ -36,17 +36,13 @@ def learning_rates(config):
 def discriminator_loss(d_real, d_fake, global_batch_size):
   """TF-GAN's hinge loss mean(relu(1 - D(real))) + mean(relu(1 + D(fake))) over the global
   batch."""
-  return tfgan_losses.wasserstein_hinge_discriminator_loss(
-      d_real, d_fake, real_weights=1.0 / global_batch_size,
-      generated_weights=1.0 / global_batch_size, loss_collection=None,
-      reduction=tf.compat.v1.losses.Reduction.SUM)
+  weight = 1.0 / global_batch_size
+  return tfgan_compat.hinge_discriminator_loss(d_real, d_fake, weight, weight)
 
 
 def generator_loss(d_fake, global_batch_size):
   """TF-GAN's hinge generator loss -mean D(G(z)), over the global batch."""
-  return tfgan_losses.wasserstein_hinge_generator_loss(
-      d_fake, weights=1.0 / global_batch_size, loss_collection=None,
-      reduction=tf.compat.v1.losses.Reduction.SUM)
+  return tfgan_compat.hinge_generator_loss(d_fake, 1.0 / global_batch_size)
 
 
 class SNGANTask(base.Task):

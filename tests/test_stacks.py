@@ -1,0 +1,85 @@
+"""The two stacks (docs/install.md): requirements files and pyproject.toml agree, Keras 2 without
+touching a user's Keras 3, tensorflow_hub without pkg_resources."""
+import inspect
+import os
+import re
+import subprocess
+import sys
+
+from packaging import requirements
+from packaging import utils
+
+from tf_hat_ebm import keras_compat
+
+from conftest import REPO
+
+PINNED_PYTHON, LATEST_PYTHON = '3.11', '3.12'
+
+
+def requirement_lines(name, python_version):
+  """{package: specifiers} of a requirements file's lines whose markers hold on python_version."""
+  out = {}
+  with open(os.path.join(REPO, name)) as f:
+    for line in f:
+      line = line.split('#')[0].strip()
+      if not line or line.startswith('-'):
+        continue
+      req = requirements.Requirement(line)
+      if req.marker is None or req.marker.evaluate({'python_version': python_version}):
+        key = utils.canonicalize_name(req.name)
+        assert key not in out, f'{name}: {req.name} twice for Python {python_version}'
+        out[key] = req.specifier
+  return out
+
+
+def test_requirements_pick_the_stack_by_python_version():
+  pinned = requirement_lines('requirements.txt', PINNED_PYTHON)
+  latest = requirement_lines('requirements.txt', LATEST_PYTHON)
+  assert str(pinned['tensorflow']) == '==2.15.1' and str(pinned['tensorflow-gan']) == '==2.1.0'
+  assert 'tf-keras' not in pinned and '1.26.4' in pinned['numpy']
+  major, minor = map(int, re.match(r'==(\d+)\.(\d+)', str(latest['tensorflow'])).groups())
+  assert (major, minor) >= (2, 20) and str(latest['tf-keras']).startswith(f'=={major}.{minor}.')
+  assert '2.0.0' in latest['numpy'] and '1.26.4' not in latest['numpy']
+  assert not {'tensorflow-gan', 'tensorflow-probability'} & set(latest)
+  for stack in (pinned, latest):  # undeclared by TensorFlow 2.16+ or tensorflow-hub
+    assert {'tensorboard', 'setuptools', 'packaging'} <= set(stack)
+  assert 'importlib-resources' in latest  # tfds 4.9.10 imports it for any download
+  # requirements-latest.txt (any Python from 3.10) is requirements.txt's current stack.
+  assert requirement_lines('requirements-latest.txt', '3.10') == latest
+
+
+def test_tensorflow_2_16_and_newer_get_keras_2_from_tf_keras():
+  package = 'keras' if keras_compat.TF_VERSION < (2, 16) else 'tf_keras'  # 2.15: Keras 2.15
+  assert keras_compat.keras.Model.__module__.split('.')[0] == package
+  # Keras 2's optimizer contract, which learning.py's aggregation under tf.distribute relies on.
+  parameters = inspect.signature(keras_compat.keras.optimizers.Adam.apply_gradients).parameters
+  assert 'skip_gradients_aggregation' in parameters
+
+
+def test_importing_the_package_leaves_a_user_s_keras_alone():
+  # The training code is imported and a network built; tf.keras stays what TensorFlow made it.
+  code = ('import os, tensorflow as tf; before = type(tf.keras.layers.Dense(1)).__module__\n'
+          'from tf_hat_ebm import nets, trainer\n'
+          'from tf_hat_ebm.evaluation import fid\n'
+          'from conftest import tiny\n'
+          'nets.make_hat(tiny().model, 16, 1)\n'
+          'after = type(tf.keras.layers.Dense(1)).__module__\n'
+          'print(before == after, "TF_USE_LEGACY_KERAS" in os.environ)')
+  env = {k: v for k, v in os.environ.items() if k != 'TF_USE_LEGACY_KERAS'}
+  env['PYTHONPATH'] = os.pathsep.join([REPO, os.path.join(REPO, 'tests')])
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=300)
+  assert result.stdout.split() == ['True', 'False'], result.stderr
+
+
+def test_tensorflow_hub_imports_without_pkg_resources():
+  # As after `pip install -U setuptools` (81+ has no pkg_resources): blocked for this process.
+  code = ('import sys; sys.modules["pkg_resources"] = None\n'
+          'from tf_hat_ebm import tfgan_compat\n'
+          'hub = tfgan_compat.import_hub()\n'
+          'print(hub.__name__, sys.modules.get("pkg_resources", "gone"),\n'
+          '      tfgan_compat.BACKEND.name)')
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=REPO), cwd=REPO, timeout=300)
+  expected = 'tensorflow_gan' if keras_compat.TF_VERSION < (2, 16) else 'stand-in'
+  assert result.stdout.split() == ['tensorflow_hub', 'gone', expected], result.stderr
