@@ -177,13 +177,13 @@ def test_nan_in_a_record_names_the_stage_and_field_and_writes_no_report(tmp_path
   o = options(tmp_path, seeds=(0,), parts=('synthesis',), jobs='1')
   records = run(o, FakeScripts(str(tmp_path)))
   path = tmp_path / 'synthesis_s0' / 'done.json'
-  text = path.read_text()
-  number = json.loads(text)['result']['hat_ebm']
-  path.write_text(text.replace(json.dumps(number), 'NaN', 1))
+  record = json.loads(path.read_text())
+  record['result']['values']['fid']['hat_ebm'][0] = float('nan')  # json writes NaN
+  path.write_text(json.dumps(record))
   before = {n: (tmp_path / n).read_bytes() for n in ('report.md', 'report.json')
             if (tmp_path / n).exists()}
   records = {name: json.loads((tmp_path / name / 'done.json').read_text()) for name in records}
-  with pytest.raises(ValueError, match=f'{path}: field result.hat_ebm is not a finite number; '
+  with pytest.raises(ValueError, match=f'{path}: field result.values.fid.hat_ebm.0 is not a finite number; '
                      'delete that file to evaluate stage synthesis_s0 again'):
     pipeline.write_report(records, o, stages_lib.build(o))
   assert {n: (tmp_path / n).read_bytes() for n in before} == before
