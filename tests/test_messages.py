@@ -183,8 +183,8 @@ def test_nan_in_a_record_names_the_stage_and_field_and_writes_no_report(tmp_path
   before = {n: (tmp_path / n).read_bytes() for n in ('report.md', 'report.json')
             if (tmp_path / n).exists()}
   records = {name: json.loads((tmp_path / name / 'done.json').read_text()) for name in records}
-  with pytest.raises(ValueError, match=f'{path}: field result.values.fid.hat_ebm.0 is not a finite number; '
-                     'delete that file to evaluate stage synthesis_s0 again'):
+  with pytest.raises(ValueError, match=f'{path}: field result.values.fid.hat_ebm.0 is not a '
+                     'finite number; delete that file to evaluate stage synthesis_s0 again'):
     pipeline.write_report(records, o, stages_lib.build(o))
   assert {n: (tmp_path / n).read_bytes() for n in before} == before
 
