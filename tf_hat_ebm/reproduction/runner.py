@@ -108,7 +108,7 @@ def config_body_sha256(path):
   """sha256 of a config.json without training.num_steps: equal for a run trained on further."""
   try:
     with open(path) as f:
-      config = json.load(f)
+      config = workdir_lib.parse_json(f.read())
     config.get('training', {}).pop('num_steps', None)
   except (OSError, ValueError, AttributeError):
     return None
@@ -119,7 +119,7 @@ def result_step(path):
   """The checkpoint step a result file (fid.json, ood.json) was computed at, or None."""
   try:
     with open(path) as f:
-      step = json.load(f).get('step')
+      step = workdir_lib.parse_json(f.read()).get('step')
     return step if isinstance(step, int) else None
   except (OSError, ValueError, AttributeError):
     return None
@@ -258,7 +258,7 @@ class Runner:
     """{command line: making()} of the stage's commands that finished (progress.json)."""
     try:
       with open(self.path(stage.name, 'progress.json')) as f:
-        made = json.load(f)
+        made = workdir_lib.parse_json(f.read())
       return made if isinstance(made, dict) else {}
     except (OSError, ValueError):
       return {}
@@ -394,10 +394,10 @@ class Runner:
                              else self.path(stage.outputs[-1])).to_json()
     if stage.result == 'json':  # a stage's whole JSON output (the calibration)
       with open(self.path(stage.outputs[-1])) as f:
-        return json.load(f)
+        return workdir_lib.parse_json(f.read())
     if stage.result == 'ood':
       with open(self.path(stage.outputs[-1])) as f:
-        return {k: v['auroc'] for k, v in json.load(f)['sets'].items()}
+        return {k: v['auroc'] for k, v in workdir_lib.parse_json(f.read())['sets'].items()}
     return {}
 
   def plateau(self, stage):
