@@ -35,6 +35,17 @@ def test_a_runaway_is_scored_at_its_last_healthy_checkpoint_and_labelled():
   nan = plateau.rule([9.0, 9.5], [float('nan'), 8.0], 1333, 2000)
   assert nan['verdict'] == plateau.RUNAWAY and nan['scored_step'] == 1333
   assert plateau.rule(None, [8.0, 8.2], None, 2000)['verdict'] == plateau.UNMEASURED
+  # The runner scored the checkpoint it kept (step 1,750): that is its last healthy one.
+  kept = plateau.rule([9.0, 9.5], [7.0, 7.2], 1333, 1750, ran_away=True, num_steps=2000)
+  assert (kept['verdict'], kept['scored_step'], kept['scored']) == (plateau.RUNAWAY, 1750, 7.1)
+  assert kept['text'] == ('ran away before step 2000; scored at step 1750, its last healthy '
+                          'checkpoint (FID 7.10)')
+
+
+def test_the_ablation_table_labels_a_run_the_guard_stopped_with_its_scored_step():
+  cell = tables.per_seed_cell([11.8, 31.9, None], [0, 1, 2], {1: 3500, 2: None})
+  assert cell == ('s0 11.8, s1 31.9 (ran away; its last healthy checkpoint, step 3,500), '
+                  f's2 {tables.DASH} (ran away)')
 
 
 def test_an_arm_is_converged_only_when_every_seed_is():

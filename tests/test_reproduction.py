@@ -2,6 +2,7 @@
 (commands faked, or tiny `python -c` ones) and the report from made-up records."""
 import json
 import os
+import shutil
 import signal
 import threading
 import time
@@ -288,14 +289,34 @@ def test_ablation_arm_counts_a_guard_stop_but_not_another_failure(tmp_path):
   o = options(tmp_path, seeds=(0,), parts=('synthesis',), jobs='1')
   stages = stages_lib.build(options(tmp_path, seeds=(0,), parts=('ablations',)))
   arms = [s for s in stages if s.name in ('synthesis_s0', 'current_s0')]
-  fake = FakeScripts(str(tmp_path), reach=2,
+  run(o, FakeScripts(str(tmp_path)), arms[:1])  # the reference, trained to its step
+  fake = FakeScripts(str(tmp_path), reach=3,
                      codes={('train_synthesis.py', 'current_s0'): 1},
                      errors={('train_synthesis.py', 'current_s0'): GUARD_LINE})
-  fake.reach = 4
   records = run(o, fake, arms)
-  assert records['current_s0']['failed'] and records['current_s0']['guard'].startswith(
-      'runaway at step 500')
-  assert 'result' not in records['current_s0']
+  record = records['current_s0']
+  assert record['failed'] and record['guard'].startswith('runaway at step 500')
+  # Scored at its last healthy checkpoint (the latest it kept, step 3 of 4); the plateau rule's
+  # checkpoint (2/3 of 6,000) was never reached, so not scored.
+  assert fake.calls.count(('evaluate_fid.py', 'current_s0')) == 1
+  evaluation = result_lib.from_record(record['result'])
+  assert (evaluation.step, evaluation.mean('fid', 'hat_ebm')) == (3, 11.0)
+  assert 'plateau' not in record and record['exits'][2]['exit'].startswith('not run: the guard')
+  assert sorted(record['files']) == ['current_s0/config.json', 'current_s0/fid.json']
+  # Recorded: nothing runs again; its file edited is refused.
+  again = FakeScripts(str(tmp_path))
+  assert run(o, again, arms)['current_s0'] == record and again.calls == []
+  (tmp_path / 'current_s0' / 'fid.json').write_text('{"step": 3, "hat_ebm": [1.0, 1.0]}')
+  with pytest.raises(runner_lib.StageError, match='current_s0: .*fid.json is not the file'):
+    run(o, FakeScripts(str(tmp_path)), arms)
+  # Its rescore failing is a failure of the stage.
+  shutil.rmtree(tmp_path / 'current_s0')
+  fake = FakeScripts(str(tmp_path), reach=3,
+                     codes={('train_synthesis.py', 'current_s0'): 1,
+                            ('evaluate_fid.py', 'current_s0'): 1},
+                     errors={('train_synthesis.py', 'current_s0'): GUARD_LINE})
+  with pytest.raises(runner_lib.StageError, match='current_s0 failed .*evaluate_fid.py'):
+    run(o, fake, arms)
   # Another error of an arm (or any stage) is a failure, never evidence.
   other = [s for s in stages if s.name == 'coop_bn_s0']
   fake = FakeScripts(str(tmp_path), codes={('train_synthesis.py', 'coop_bn_s0'): 1},

@@ -31,23 +31,26 @@ def _mean(runs):
   return sum(runs) / len(runs) if runs else None
 
 
-def rule(mid_runs, end_runs, mid_step=None, end_step=None, ran_away=False):
+def rule(mid_runs, end_runs, mid_step=None, end_step=None, ran_away=False, num_steps=None):
   """The rule on one run: the FID of each sample set at the 2/3 checkpoint and at the end.
 
-  ran_away: the guard stopped the run (or its end FID is not finite); it is then scored at the
-  2/3 checkpoint, its last healthy one. Returns {mid, end, sd, difference, verdict, converged,
-  scored_step, text}.
+  ran_away: the guard stopped the run (or its end FID is not finite) short of `num_steps`; it is
+  then scored at its last healthy checkpoint: the end's result when the runner scored the
+  checkpoint the run kept (end_step), else the 2/3 one. Returns {mid, end, sd, difference,
+  verdict, converged, scored_step, scored, text}.
   """
   mid, end = _mean(mid_runs), _mean(end_runs)
   end_finite = end_runs and all(r is not None and math.isfinite(r) for r in end_runs)
   sd = statistics.evaluation_std([r for r in (mid_runs, end_runs) if r])
   out = dict(mid=mid, end=end, sd=sd, mid_step=mid_step, end_step=end_step, difference=None,
-             converged=False, scored_step=end_step)
+             converged=False, scored_step=end_step, scored=end)
   if ran_away or (end_runs and not end_finite):
-    out.update(verdict=RUNAWAY, end=None, scored_step=mid_step if mid is not None else None)
-    where = (f'scored at step {mid_step}, its last healthy checkpoint (FID {mid:.2f})'
-             if mid is not None else 'no healthy checkpoint scored')
-    out['text'] = f'{RUNAWAY} before step {end_step}; {where}'
+    healthy = (end, end_step) if ran_away and end_finite else (mid, mid_step)
+    out.update(verdict=RUNAWAY, end=None, scored=healthy[0],
+               scored_step=healthy[1] if healthy[0] is not None else None)
+    where = (f'scored at step {healthy[1]}, its last healthy checkpoint (FID {healthy[0]:.2f})'
+             if healthy[0] is not None else 'no healthy checkpoint scored')
+    out['text'] = f'{RUNAWAY} before step {num_steps or end_step}; {where}'
     return out
   if mid is None or end is None or sd is None:
     out.update(verdict=UNMEASURED, text=f'{UNMEASURED}: needs two sample sets at step '

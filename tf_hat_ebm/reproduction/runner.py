@@ -296,6 +296,10 @@ class Runner:
         exits.append(dict(command=line, exit=code, seconds=round(time.time() - started, 1)))
         if code != 0:
           exits[-1]['error'] = self.last_error(stage, offset)
+          if self.guard_stop(stage, exits[-1]) and stage.result == 'fid':
+            # A run the guard stopped is scored at its last healthy checkpoint: the latest one
+            # (the guard holds checkpoints back while it counts), and the plateau rule's if kept.
+            return self.rescore(stage, exits, log, side_by_side, t0)
           if not stage.keep_going:
             break
         elif output is None and not self.skip_reason(stage, output):
@@ -303,6 +307,33 @@ class Runner:
         elif stage.kind in self.TRACKED:
           write_json(self.path(stage.name, 'progress.json'),
                      dict(self.made(stage), **{key: self.making(stage, output)}))
+    return self.judge(stage, exits, time.time() - t0)
+
+  def guard_stop(self, stage, failed):
+    """The guard's message when `failed` (an exit) is a guard stop the stage may record."""
+    error = failed.get('error') or ''
+    guard = GUARD.search(error + '\n') if error else None
+    return guard and (stage.reference or stage.guard_stop_is_result) and guard.group(1)
+
+  def rescore(self, stage, exits, log, side_by_side, t0):
+    """After a guard stop: the stage's scoring commands on the checkpoints the run kept, then
+    its record (failed, with the last healthy checkpoint's result)."""
+    for cmd, output in list(zip(stage.commands, stage.outputs))[len(exits):]:
+      checkpoint = flag_of(cmd, 'checkpoint')
+      if self.stopping or (checkpoint and not os.path.exists(self.path(checkpoint + '.index'))):
+        exits.append(dict(command=shlex.join(cmd), exit='not run: the guard stopped the run '
+                          'before this checkpoint' if not self.stopping else 'not run: stopped'))
+        continue
+      cmd = cmd + (['--overwrite'] if os.path.exists(self.path(output)) else [])
+      log.write(f'$ {shlex.join(cmd)}\n')
+      log.flush()
+      offset, started = log.tell(), time.time()
+      code = self.run_command(executable(cmd), log, self.env(side_by_side))
+      exits.append(dict(command=shlex.join(cmd), exit=code,
+                        seconds=round(time.time() - started, 1)))
+      if code != 0:
+        exits[-1]['error'] = self.last_error(stage, offset)
+        break
     return self.judge(stage, exits, time.time() - t0)
 
   def last_error(self, stage, offset):
@@ -371,6 +402,12 @@ class Runner:
       files.insert(0, f'{stage.workdir}/config.json')
     return {f: file_sha256(self.path(f)) for f in files}
 
+  @staticmethod
+  def training_exit(record):
+    """The exit of a training stage's first command (its training), or None."""
+    exits = record.get('exits') or []
+    return exits[0] if exits and record.get('kind') in stages_lib.TRAINED else None
+
   def failure(self, stage, record, failed):
     code, error = failed['exit'], failed.get('error') or ''
     log = self.path(stage.name, 'log.txt')
@@ -378,9 +415,18 @@ class Runner:
       how = f'signal {-code}' if code < 0 else f'exit {code}'
       raise StageError(f'stage {stage.name} was stopped ({how}) running {failed["command"]}: '
                        'rerun to resume it')
-    guard = GUARD.search(error + '\n') if error else None
-    if guard and (stage.reference or stage.guard_stop_is_result):
-      record.update(failed=True, guard=guard.group(1))
+    guard = self.guard_stop(stage, failed)
+    later = [e for e in record['exits'][1:] if not isinstance(e['exit'], str) and e['exit'] != 0]
+    if guard and failed is self.training_exit(record) and later:
+      return self.failure(stage, dict(record, exits=later), later[0])  # its rescore failed
+    if guard and failed is self.training_exit(record):
+      record.update(failed=True, guard=guard)
+      if os.path.exists(self.path(stage.workdir or '', 'fid.json')) and stage.result == 'fid':
+        record['result'] = self.result(stage)  # its last healthy checkpoint's (rescore)
+        earlier = self.plateau(stage)
+        if earlier is not None:
+          record['plateau'] = earlier
+        record['files'] = {f: sha for f, sha in self.record_files(stage).items() if sha}
       return record
     raise StageError(f'stage {stage.name} failed (exit {code}) running {failed["command"]}: '
                      f'{error[len("error: "):] or "see the log"} (log: {log}); fix the cause '
@@ -413,8 +459,16 @@ class Runner:
     files); else the outputs to write again (a Redo: the workdir trained on, a result file
     missing, a stage this one read from running again); a StageError when neither holds."""
     where = self.path(stage.name, 'done.json')
-    if record.get('failed'):  # stopped by the guard: its training only
-      return self.verify_training(stage, record, where)
+    if record.get('failed'):  # stopped by the guard: its training, and its rescore's files
+      redo = self.verify_training(stage, record, where)
+      if redo is None and record.get('files'):
+        for name, sha in sorted(record['files'].items()):
+          if file_sha256(self.path(name)) != sha:
+            raise StageError(f'stage {stage.name}: {self.path(name)} is not the file {where} '
+                             f'rests on (changed or deleted): delete {self.path(stage.name)} to '
+                             'rerun the stage')
+        return self.reread(stage, record, where)
+      return redo
     if stage.kind in self.TRACKED and set(stage.after) & pending:
       # Judged again after them: what their new outputs change runs again (progress.json).
       return Redo((), f'{", ".join(sorted(set(stage.after) & pending))} runs again')

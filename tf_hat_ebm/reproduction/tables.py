@@ -303,15 +303,31 @@ ABLATIONS = (('historical bank (the paper)', 'synthesis', ()),
 COLLAPSE_FID = 100.0
 
 
-def per_seed_cell(values, seeds):
-  """'s0 11.8, s1 173.1 (collapsed), ...': each seed's value, a collapse (COLLAPSE_FID) named."""
-  cells = []
+def per_seed_cell(values, seeds, ran_away=None):
+  """'s0 11.8, s1 173.1 (collapsed), s2 31.9 (ran away; step 3,500)': each seed's value, a
+  collapse (COLLAPSE_FID) named, a run the guard stopped with its scored step ({seed: step})."""
+  cells, ran_away = [], ran_away or {}
   for seed, v in zip(seeds, values):
+    stopped = (f' (ran away; its last healthy checkpoint, step {ran_away[seed]:,})'
+               if isinstance(ran_away.get(seed), int) else
+               ' (ran away)' if seed in ran_away else '')
     if v is None:
-      cells.append(f's{seed} {DASH}')
+      cells.append(f's{seed} {DASH}{stopped}')
     else:
-      cells.append(f's{seed} {v:.1f}' + (' (collapsed)' if v > COLLAPSE_FID else ''))
+      cells.append(f's{seed} {v:.1f}' + (' (collapsed)' if v > COLLAPSE_FID else '') + stopped)
   return ', '.join(cells)
+
+
+def ran_away_steps(records, prefix, seeds):
+  """{seed: the step its result was scored at (None: not scored)} of the seeds the guard
+  stopped."""
+  out = {}
+  for seed in seeds:
+    record = records.get(stage_name(records, prefix, seed), {})
+    if record.get('failed'):
+      evaluation = result_lib.from_record(record.get('result'))
+      out[seed] = evaluation.step if evaluation else None
+  return out
 
 
 def ablation_table(records, seeds):
@@ -327,7 +343,8 @@ def ablation_table(records, seeds):
   headers = ([''] + _heads(_runs(rows), len(seeds)) + _other_heads(shown)
              + ['per seed', 'paper', 'stages'])
   cells = [[label] + m.cells() + _other_cells(m, shown)
-           + [per_seed_cell(m.values, seeds), claim, m.stages()] for label, m, claim in rows]
+           + [per_seed_cell(m.values, seeds, ran_away_steps(records, m.prefix, seeds)), claim,
+              m.stages()] for label, m, claim in rows]
   note = (f'A seed whose FID is above {COLLAPSE_FID:.0f} is marked collapsed (held-out digits '
           'missing a whole class score 13-16 at N = 1,000): its spread is a failure, not noise.')
   return (['## Ablations (FID of the Hat EBM samples)', ''] + markdown(headers, cells)
@@ -463,7 +480,8 @@ def plateau_table(records, seeds):
       steps.add(record.get('step'))
       per_seed.append(dict(plateau.rule(
           earlier and earlier.sets('fid', key), end and end.sets('fid', key),
-          earlier and earlier.step, end_step, ran_away=bool(record.get('failed'))), seed=seed))
+          earlier and earlier.step, end_step, ran_away=bool(record.get('failed')),
+          num_steps=record.get('num_steps')), seed=seed))
     summary = plateau.arm(per_seed)
     trained = ', '.join(f'{s:,}' for s in sorted(s for s in steps if s is not None)) or DASH
     mids = sorted({r['mid_step'] for r in per_seed if r['mid_step'] is not None})
