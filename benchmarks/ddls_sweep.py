@@ -2,9 +2,9 @@ r"""DDLS's step size and steps by a small sweep on the digits, scored as compare
 
   python benchmarks/ddls_sweep.py --workdir=workdir/digits_refine --seed=7
 
-The default grid brackets the digits config's 0.2 x 300 steps on every side (eps 0.1-0.5, 150-1,200
-steps): the first sweep's best sat at its longest chain (300) and eps 0.3 never ran at 300, so its
-optimum could lie outside it.
+The default grid (eps 0.1-0.5, 150-1,200 steps) brackets the digits config's 0.3 x 300 steps on
+every side; the config's setting is the best mean of the bracket measured around it (the commands
+and table: docs/experiments.md). Give --step_sizes and --steps to run a part of the grid.
 
 DDLS (Che et al. 2020) samples Langevin in z on ||z||^2/2 - D(G(z)) with the refinement run's
 SN-GAN generator and discriminator (the hat is not used). Each setting draws --fid_runs sets of
