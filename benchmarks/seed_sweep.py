@@ -100,6 +100,8 @@ def row(out, seed, record):
       std = evaluation.std(metric, method)  # None for a compare's grid scores: one set
       r[f'{metric}_{method}'] = ([evaluation.mean(metric, method), std] if std is not None
                                  else evaluation.mean(metric, method))
+  if evaluation and 'fid' in evaluation.data:
+    r['fid_data'] = evaluation.data['fid']  # the test split against the train split
   return r
 
 

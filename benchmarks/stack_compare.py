@@ -41,12 +41,18 @@ def per_seed(sweep_dir):
     raise ValueError(f'{path}: not a finished seed sweep ({e})') from None
 
 
+def mean_of(cell):
+  """A sweep row's value: [mean, sd over its sample sets] (seed_sweep.py) or a number."""
+  return float(cell[0] if isinstance(cell, (list, tuple)) else cell)
+
+
 def compare(a, b):
   """{column: {seeds, a, b, differences, mean, low, high}} over the seeds both sweeps scored."""
   seeds = sorted(set(a) & set(b))
   out = {}
   for key, _ in COLUMNS:
-    pairs = [(s, a[s][key], b[s][key]) for s in seeds if key in a[s] and key in b[s]]
+    pairs = [(s, mean_of(a[s][key]), mean_of(b[s][key])) for s in seeds
+             if key in a[s] and key in b[s]]
     differences = [y - x for _, x, y in pairs]
     mean, low, high = statistics.t_interval(differences)
     out[key] = dict(seeds=[s for s, _, _ in pairs], a=[x for _, x, _ in pairs],

@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from packaging import requirements
 from packaging import utils
 
@@ -83,3 +85,22 @@ def test_tensorflow_hub_imports_without_pkg_resources():
                           env=dict(os.environ, PYTHONPATH=REPO), cwd=REPO, timeout=300)
   expected = 'tensorflow_gan' if keras_compat.TF_VERSION < (2, 16) else 'stand-in'
   assert result.stdout.split() == ['tensorflow_hub', 'gone', expected], result.stderr
+
+
+def test_stack_compare_pairs_the_sweeps_means_by_seed(tmp_path):
+  sys.path.insert(0, os.path.join(REPO, 'benchmarks'))
+  try:
+    import stack_compare  # pylint: disable=g-import-not-at-top
+  finally:
+    sys.path.pop(0)
+  a = {0: dict(fid_hat_ebm=[2.50, 0.03], fid_data=2.96), 1: dict(fid_hat_ebm=[2.11, 0.27]),
+       2: dict(fid_hat_ebm=[2.17, 0.36])}
+  b = {0: dict(fid_hat_ebm=[2.51, 0.10], fid_data=2.96), 1: dict(fid_hat_ebm=[2.40, 0.55]),
+       3: dict(fid_hat_ebm=[9.0, 0.1])}
+  result = stack_compare.compare(a, b)
+  hat = result['fid_hat_ebm']
+  assert hat['seeds'] == [0, 1] and hat['a'] == [2.50, 2.11] and hat['b'] == [2.51, 2.40]
+  assert hat['differences'] == pytest.approx([0.01, 0.29])
+  assert hat['mean'] == pytest.approx(0.15) and hat['low'] < 0 < hat['high']
+  assert result['fid_data']['differences'] == [0.0]
+  assert '| X = G(Z) + Y | 0, 1 | 2.500 / 2.110 | 2.510 / 2.400 |' in stack_compare.table(result)
