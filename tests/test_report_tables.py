@@ -97,7 +97,7 @@ def test_every_table_is_well_formed():
   assert len(head) == 6 and [r[0] for r in rows][:3] == [
       'historical bank (the paper)', 'current samples = cooperative learning without batch norm',
       'cooperative learning (batch-norm generator)']
-  assert 'failed: seeds [0]' in rows[1][-1]
+  assert 'ran away: seed 0, scored at the last healthy checkpoint' in rows[1][-1]
   assert tables.COOP_NOTE in lines  # why one row stands for two of the paper's arms
   assert 'fails without batch norm' in rows[1][4] and 'works with batch norm' in rows[2][4]
   with pytest.raises(ValueError, match='has 3 cells, the header 4'):
@@ -214,7 +214,7 @@ def test_a_collapsed_seed_is_labelled_in_the_ablations():
   lines, out = tables.ablation_table(records, seeds)
   head, rows = table_rows(lines, 'Ablations')
   current = next(r for r in rows if r[0] == tables.CURRENT)
-  assert current[head.index('per seed')] == 's0 51.0, s1 173.0 (collapsed), s2 –'
+  assert current[head.index('per seed')] == 's0 51.0, s1 173.0 (collapsed), s2 – (ran away)'
   assert out[1]['collapsed_seeds'] == [1] and out[2]['collapsed_seeds'] == []
   assert 'above 100 is marked collapsed' in '\n'.join(lines)
 

@@ -326,6 +326,25 @@ def test_ablation_arm_counts_a_guard_stop_but_not_another_failure(tmp_path):
   assert not (tmp_path / 'coop_bn_s0' / 'done.json').exists()
 
 
+def test_a_hat_ebm_the_guard_stops_is_scored_at_its_last_healthy_checkpoint_and_the_rest_runs(
+    tmp_path):
+  o = options(tmp_path, seeds=(0,), parts=('synthesis', 'ood', 'retrofit'), jobs='1')
+  fake = FakeScripts(str(tmp_path), reach=3, codes={('train_synthesis.py', 'synthesis_s0'): 1},
+                     errors={('train_synthesis.py', 'synthesis_s0'): GUARD_LINE})
+  fake.reach = 3
+  stages = [s for s in stages_lib.build(o) if s.name in ('synthesis_s0', 'ood_s0')]
+  records = run(o, fake, stages)
+  record = records['synthesis_s0']
+  assert record['failed'] and result_lib.from_record(record['result']).step == 3
+  assert 'ood_s0' in records  # its OOD stage ran on the kept checkpoint
+  # A stage that is not a scored Hat EBM (the near-OOD model) still fails on a guard stop.
+  near = [s for s in stages_lib.build(o) if s.name == 'nearood_s0']
+  fake = FakeScripts(str(tmp_path), codes={('train_synthesis.py', 'nearood_s0'): 1},
+                     errors={('train_synthesis.py', 'nearood_s0'): GUARD_LINE})
+  with pytest.raises(runner_lib.StageError, match='nearood_s0 failed'):
+    run(o, fake, near)
+
+
 @pytest.mark.parametrize('edit, message', [
     (dict(scale='paper'), 'holds a result of scale paper, not scale digits'),
     (dict(size='tiny'), 'holds a result of scale digits, config size tiny, not scale digits'),
@@ -516,7 +535,8 @@ def test_paper_report_of_one_seed_with_three_fid_runs_prints_the_evaluation_std(
   head, rows = table(markdown, 'Ablations')
   assert head == ['', 'ours: FID (1 seed: no sd)', 'eval sd (3 FID runs)', 'per seed', 'paper',
                   'stages']
-  assert [len(r) for r in rows] == [6] * 5 and rows[2][-1] == 'coop_bn_s* (failed: seeds [0])'
+  assert [len(r) for r in rows] == [6] * 5 and rows[2][-1] == (
+      'coop_bn_s* (ran away: seed 0, scored at the last healthy checkpoint)')
   assert rows[1][0] == 'current samples = cooperative learning without batch norm'
   assert 'Precision: float32, pinned for the paper scale; the runs computed in float32' in markdown
   _, rows = table(markdown, 'Settings')

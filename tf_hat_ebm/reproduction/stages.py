@@ -20,6 +20,7 @@ TRAIN_SCRIPT = dict(synthesis='train_synthesis.py', sngan='train_sngan.py',
                     retrofit='train_retrofit.py')
 TRAINED = tuple(TRAIN_SCRIPT)  # stage kinds that train (done when their step is reached)
 PRECISION_KINDS = ('synthesis', 'refinement', 'retrofit')  # the kinds with a perf.precision
+HAT_EBM_KINDS = PRECISION_KINDS  # the Hat EBMs: the kinds the runaway guard watches
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +129,9 @@ class Stage:
   after: Tuple[str, ...] = ()
   result: str = 'none'  # 'fid', 'compare', 'ood', 'json' or 'none': what the record holds
   reference: Optional[str] = None
-  guard_stop_is_result: bool = False  # a guard stop is recorded (a seed sweep's), not an error
+  # A guard stop is recorded and its last healthy checkpoint scored (every scored Hat EBM, a
+  # seed sweep's run), not an error.
+  guard_stop_is_result: bool = False
   keep_going: bool = False  # a failed command does not stop the next (figures of failed runs)
   config: Optional[str] = None  # the training's config file (with its size), as in the command
   overrides: Dict[str, object] = dataclasses.field(default_factory=dict)
@@ -203,7 +206,8 @@ class _Builder:
       overrides['perf.precision'] = self.o.training_precision()
     stage = Stage(name, kind, part, [], [None], workdir=name, after=after,
                   result='fid' if scored else 'none', reference=reference,
-                  config=self.config_file(config), overrides=overrides, label=label)
+                  config=self.config_file(config), overrides=overrides, label=label,
+                  guard_stop_is_result=scored and kind in HAT_EBM_KINDS)
     fid = ['python', 'experiments/evaluate_fid.py', f'--workdir={name}'] + self.fid
     if scored:
       # The plateau rule's checkpoint: archived (kept whatever keep_checkpoints prunes), scored

@@ -94,7 +94,10 @@ class Measured:
     return [number(s['mean'], s['std'], digits), number(s['eval_std'], None, digits)]
 
   def stages(self):
-    return self.pattern() + (f' (failed: seeds {self.failed})' if self.failed else '')
+    return self.pattern() + (
+        f' (ran away: seed{"s" if len(self.failed) > 1 else ""} '
+        f'{", ".join(map(str, self.failed))}, scored at the last healthy checkpoint)'
+        if self.failed else '')
 
   def pattern(self):
     return self.prefix if self.shared else f'{self.prefix}_s*'
