@@ -6,7 +6,7 @@ Langevin time per chain: K = 20 instead of 250 (training) and 350 (sampling), so
 the paper's times sqrt(K_paper / K) and K eps^2 / 2 stays the paper's. Runs of batch 32 (paper 128),
 6,000 steps, 3x the first default (2,000); the hat lr drops to 1e-6 after step 2,000.
 Expected: the Hat EBM's FID several times below the SN-GAN's and DDLS's on every seed. The
-measured FIDs and cost: docs/digits_settings.md (Expected results and cost) and docs/results.md;
+measured FIDs and cost: docs/digits_settings.md (Expected results and cost) and the report;
 every setting against the paper's: docs/digits_settings.md.
 """
 import math
