@@ -2,10 +2,10 @@
 
   python experiments/train_sngan.py
 2,400 generator steps (2x the first default, 1,200), both rates decayed linearly to 0 over them
-(Mimicry's schedule): on 1,500 digits the end of a run scores better the longer the run, though
-its FID is lowest early in a run, at a high rate, so the plateau rule reads the end as past its
-best. Expected: an FID several times the Hat EBM refinement's over it. The measured FIDs (at
-600 to 4,800 steps) and cost: docs/digits_settings.md and docs/experiments.md.
+(Mimicry's schedule): on seeds 0-2 its ends beat 1,200 steps' and 4,800 steps' are no better on
+average; its FID is lowest early in a run, at a high rate, so the plateau rule reads the end as
+past its best. Expected: an FID several times the Hat EBM refinement's over it. The measured FIDs
+(at 600 to 4,800 steps) and cost: docs/digits_settings.md and docs/experiments.md.
 """
 from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import registry
