@@ -288,14 +288,8 @@ class Runner:
           continue
         if output is not None and os.path.exists(self.path(output)) and '--overwrite' not in cmd:
           cmd.append('--overwrite')  # its own earlier output, of another step
-        line = shlex.join(cmd)
-        log.write(f'$ {line}\n')
-        log.flush()
-        offset, started = log.tell(), time.time()
-        code = self.run_command(executable(cmd), log, self.env(side_by_side))
-        exits.append(dict(command=line, exit=code, seconds=round(time.time() - started, 1)))
-        if code != 0:
-          exits[-1]['error'] = self.last_error(stage, offset)
+        exits.append(self.execute(stage, cmd, log, side_by_side))
+        if exits[-1]['exit'] != 0:
           if self.guard_stop(stage, exits[-1]) and stage.result == 'fid':
             # A run the guard stopped is scored at its last healthy checkpoint: the latest one
             # (the guard holds checkpoints back while it counts), and the plateau rule's if kept.
@@ -325,16 +319,23 @@ class Runner:
                           'before this checkpoint' if not self.stopping else 'not run: stopped'))
         continue
       cmd = cmd + (['--overwrite'] if os.path.exists(self.path(output)) else [])
-      log.write(f'$ {shlex.join(cmd)}\n')
-      log.flush()
-      offset, started = log.tell(), time.time()
-      code = self.run_command(executable(cmd), log, self.env(side_by_side))
-      exits.append(dict(command=shlex.join(cmd), exit=code,
-                        seconds=round(time.time() - started, 1)))
-      if code != 0:
-        exits[-1]['error'] = self.last_error(stage, offset)
+      exits.append(self.execute(stage, cmd, log, side_by_side))
+      if exits[-1]['exit'] != 0:
         break
     return self.judge(stage, exits, time.time() - t0)
+
+  def execute(self, stage, cmd, log, side_by_side):
+    """Runs one command of `stage` into its log: its exit ({command, exit, seconds}, and the
+    last `error:` line when it failed)."""
+    line = shlex.join(cmd)
+    log.write(f'$ {line}\n')
+    log.flush()
+    offset, started = log.tell(), time.time()
+    code = self.run_command(executable(cmd), log, self.env(side_by_side))
+    done = dict(command=line, exit=code, seconds=round(time.time() - started, 1))
+    if code != 0:
+      done['error'] = self.last_error(stage, offset)
+    return done
 
   def last_error(self, stage, offset):
     with open(self.path(stage.name, 'log.txt'), errors='replace') as f:
@@ -402,24 +403,19 @@ class Runner:
       files.insert(0, f'{stage.workdir}/config.json')
     return {f: file_sha256(self.path(f)) for f in files}
 
-  @staticmethod
-  def training_exit(record):
-    """The exit of a training stage's first command (its training), or None."""
-    exits = record.get('exits') or []
-    return exits[0] if exits and record.get('kind') in stages_lib.TRAINED else None
-
   def failure(self, stage, record, failed):
+    guard = self.guard_stop(stage, failed)
+    later = [e for e in record['exits'] if e is not failed and not isinstance(e['exit'], str)
+             and e['exit'] != 0]
+    if guard and later:  # the rescore after the guard's stop failed: that is the failure
+      failed, guard = later[0], None
     code, error = failed['exit'], failed.get('error') or ''
     log = self.path(stage.name, 'log.txt')
     if code < 0 or code in EXIT_SIGNALLED:
       how = f'signal {-code}' if code < 0 else f'exit {code}'
       raise StageError(f'stage {stage.name} was stopped ({how}) running {failed["command"]}: '
                        'rerun to resume it')
-    guard = self.guard_stop(stage, failed)
-    later = [e for e in record['exits'][1:] if not isinstance(e['exit'], str) and e['exit'] != 0]
-    if guard and failed is self.training_exit(record) and later:
-      return self.failure(stage, dict(record, exits=later), later[0])  # its rescore failed
-    if guard and failed is self.training_exit(record):
+    if guard:
       record.update(failed=True, guard=guard)
       if os.path.exists(self.path(stage.workdir or '', 'fid.json')) and stage.result == 'fid':
         record['result'] = self.result(stage)  # its last healthy checkpoint's (rescore)
