@@ -267,6 +267,37 @@ def test_a_stage_is_done_only_when_training_reached_its_step_and_evaluation_fini
   assert run(o, again) == records and again.calls == []
 
 
+def test_a_resumed_stage_counts_its_earlier_attempts_and_stays_out_of_the_eta(tmp_path):
+  o = options(tmp_path, seeds=(0,), parts=('synthesis',), jobs='1')
+  fake = FakeScripts(str(tmp_path), reach=2, codes={('train_synthesis.py', 'synthesis_s0'): -9})
+  with pytest.raises(runner_lib.StageError, match='rerun to resume'):
+    run(o, fake)
+  stage_dir = tmp_path / 'synthesis_s0'
+  # The killed attempt ran 100 s before its log's last write, after 5 s of attempts before it.
+  log_time = os.path.getmtime(stage_dir / 'log.txt')
+  (stage_dir / 'attempt.json').write_text(json.dumps(dict(start=log_time - 100, earlier=5)))
+  runner = runner_lib.Runner(stages_lib.build(o), o, FakeScripts(str(tmp_path)),
+                             print_fn=lambda *a, **k: None)
+  record = runner.run_all()['synthesis_s0']
+  assert record['resumed'] is True and 105 <= record['seconds'] < 125
+  assert runner.measured == runner.estimated == 0  # its partial time would skew the ETA
+  assert not (stage_dir / 'attempt.json').exists()
+  # A stage begun before attempts were kept: resumed, its earlier seconds unknown, and said so.
+  shutil.rmtree(stage_dir)
+  with pytest.raises(runner_lib.StageError):
+    run(o, FakeScripts(str(tmp_path), reach=2, codes={('train_synthesis.py', 'synthesis_s0'): -9}))
+  (stage_dir / 'attempt.json').unlink()
+  record = run(o, FakeScripts(str(tmp_path)))['synthesis_s0']
+  assert record['resumed'] == 'seconds unknown' and record['seconds'] < 20
+  lines = report_lib.command_lines({'synthesis_s0': record})
+  assert "resumed: the last run's seconds only" in lines[2]
+  # A first attempt run to its end is neither.
+  shutil.rmtree(tmp_path / 'synthesis_s0')
+  runner = runner_lib.Runner(stages_lib.build(o), o, FakeScripts(str(tmp_path)),
+                             print_fn=lambda *a, **k: None)
+  assert 'resumed' not in runner.run_all()['synthesis_s0'] and runner.estimated > 0
+
+
 def test_finished_training_and_evaluation_are_not_rerun_on_resume(tmp_path):
   o = options(tmp_path, seeds=(0,), parts=('synthesis',), jobs='1')
   fake = FakeScripts(str(tmp_path), codes={('evaluate_fid.py', 'synthesis_s0'): 1},

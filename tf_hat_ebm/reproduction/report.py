@@ -126,6 +126,8 @@ def command_lines(records):
   lines = ['## Commands (run in the output directory; `experiments/` is the project\'s)', '']
   for name, rec in records.items():
     state = ', stopped by the guard' if rec.get('failed') else ''
+    if rec.get('resumed') == 'seconds unknown':
+      state += ', resumed: the last run\'s seconds only'
     lines.append(f'- `{name}` ({hms(rec.get("seconds", 0))}{state}):')
     lines.extend(f'  - `{c}`' for c in rec.get('commands', ()))
   return lines + ['']

@@ -140,6 +140,14 @@ def write_text(path, text):
   _written(path, lambda: workdir_lib.write_atomic(path, text))
 
 
+def remove_quietly(path):
+  """Removes a bookkeeping file; a missing one is fine."""
+  try:
+    os.remove(path)
+  except FileNotFoundError:
+    pass
+
+
 def _written(path, write):
   try:
     write()
@@ -192,6 +200,7 @@ class Runner:
     self.children, self.lock = set(), threading.Lock()
     self.start = time.time()
     self.measured, self.estimated = 0.0, 0.0  # of the stages run now: rescales the ETA
+    self.resumed = {}  # stage -> True or 'seconds unknown' when earlier runs began it
 
   # ---- one stage --------------------------------------------------------------------------------
   def path(self, *parts):
@@ -278,7 +287,9 @@ class Runner:
     """Runs the commands of `stage` that are not done (`side_by_side` stages at once); its
     record, or None when stopped."""
     os.makedirs(self.path(stage.name), exist_ok=True)
-    exits, t0 = [], time.time()
+    earlier, self.resumed[stage.name] = self.earlier_attempts(stage)
+    write_json(self.path(stage.name, 'attempt.json'), dict(start=time.time(), earlier=earlier))
+    exits, t0 = [], time.time() - earlier  # the record's seconds count every attempt
     with open(self.path(stage.name, 'log.txt'), 'a') as log:
       for cmd, output in zip(stage.commands, stage.outputs):
         cmd = self.with_checkpoint(stage, cmd)
@@ -302,6 +313,22 @@ class Runner:
           write_json(self.path(stage.name, 'progress.json'),
                      dict(self.made(stage), **{key: self.making(stage, output)}))
     return self.judge(stage, exits, time.time() - t0)
+
+  def earlier_attempts(self, stage):
+    """(seconds, resumed) of the attempts at `stage` that earlier runs did not finish. A killed
+    runner writes nothing, so an attempt ends at its log's last write; a stage begun before
+    attempts were kept (a log, no attempt.json) is resumed with its earlier seconds unknown."""
+    log, attempt = self.path(stage.name, 'log.txt'), self.path(stage.name, 'attempt.json')
+    if os.path.exists(self.path(stage.name, 'done.json')) or not os.path.exists(log):
+      return 0.0, False  # a first attempt, or a finished stage evaluated again
+    if not os.path.exists(attempt):
+      return 0.0, 'seconds unknown'
+    try:
+      with open(attempt) as f:
+        last = json.load(f)
+      return float(last['earlier']) + max(0.0, os.path.getmtime(log) - float(last['start'])), True
+    except (OSError, ValueError, KeyError, TypeError):
+      return 0.0, 'seconds unknown'
 
   def guard_stop(self, stage, failed):
     """The guard's message when `failed` (an exit) is a guard stop the stage may record."""
@@ -352,6 +379,8 @@ class Runner:
                       timespec='seconds'))
     if stage.label:
       record['label'] = stage.label
+    if self.resumed.get(stage.name):
+      record['resumed'] = self.resumed[stage.name]
     if stage.kind in stages_lib.TRAINED:
       step, target = training_progress(self.path(stage.workdir))
       config = self.path(stage.workdir, 'config.json')
@@ -567,6 +596,7 @@ class Runner:
       record = self.run_stage(stage, side_by_side)
       if record is not None:
         write_json(self.path(stage.name, 'done.json'), record)
+        remove_quietly(self.path(stage.name, 'attempt.json'))
       done.put((i, stage, record, None))
     except Exception as e:  # pylint: disable=broad-except
       done.put((i, stage, None, e))  # raised again in the main thread
@@ -637,8 +667,9 @@ class Runner:
       self.progress(i, stage, f'FAILED: {cli.one_line(error)}')
       return
     self.records[stage.name] = record
-    self.measured += record['seconds']
-    self.estimated += stages_lib.estimate(stage, self.o)
+    if not record.get('resumed'):  # a resumed stage ran partly here: its time would skew the ETA
+      self.measured += record['seconds']
+      self.estimated += stages_lib.estimate(stage, self.o)
     state = 'stopped by the guard (recorded)' if record.get('failed') else 'done'
     self.progress(i, stage, f'{state} in {hms(record["seconds"])}{result_line(record)}')
 
