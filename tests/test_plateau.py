@@ -48,6 +48,44 @@ def test_the_ablation_table_labels_a_run_the_guard_stopped_with_its_scored_step(
                   f's2 {tables.DASH} (ran away)')
 
 
+def test_the_end_window_averages_the_last_checkpoints_and_weighs_their_scatter():
+  # One checkpoint at the end reads a 2/3 -> end drop of 1.0 against sample sets' sd 0.14 as
+  # still improving; the window's checkpoints (3.5, 2.0 and the end's 2.0) scatter with sd 0.87.
+  alone = plateau.rule([3.0, 3.2], [1.9, 2.1], 4000, 6000)
+  assert alone['verdict'] == plateau.IMPROVING and alone['scatter'] is None
+  r = plateau.rule([3.0, 3.2], [1.9, 2.1], 4000, 6000,
+                   window=[(5000, [3.4, 3.6]), (5500, [1.9, 2.1])])
+  assert r['end'] == pytest.approx(2.5) and r['scatter'] == pytest.approx(0.86603, abs=1e-5)
+  assert r['sd'] == r['scatter'] and r['eval_sd'] == pytest.approx(math.sqrt(0.02))
+  assert r['difference'] == pytest.approx(-0.6) and r['converged']
+  assert r['window_steps'] == [5000, 5500, 6000]
+  assert r['text'] == ('yes: FID 3.10 at step 4000, 2.50 over steps 5,000, 5,500, 6,000, change '
+                       '-0.60 against sd 0.87')
+  # A quiet window leaves the sample sets' sd the rule's: a real trend still counts.
+  quiet = plateau.rule([3.0, 3.2], [1.9, 2.1], 4000, 6000,
+                       window=[(5000, [1.95, 2.05]), (5500, [2.0, 2.0])])
+  assert quiet['sd'] == pytest.approx(math.sqrt(0.02)) and quiet['verdict'] == plateau.IMPROVING
+  # A window checkpoint without finite FIDs is left out; a run that ran away ignores its window.
+  assert plateau.rule([3.0, 3.2], [1.9, 2.1], 4000, 6000,
+                      window=[(5500, [float('nan')])])['scatter'] is None
+  assert plateau.rule([3.0, 3.2], None, 4000, 6000, ran_away=True,
+                      window=[(5000, [2.0, 2.0])])['verdict'] == plateau.RUNAWAY
+
+
+def test_the_table_reads_each_runs_end_window_from_its_seeds_window_stage():
+  records = {'synthesis_s0': record([1.9, 2.1], [3.0, 3.2], step=6000),
+             'window_s0': {'result': {
+                 'window_s0/synthesis_s0_5000.json': {'step': 5000, 'hat_ebm_runs': [3.4, 3.6]},
+                 'window_s0/synthesis_s0_5500.json': {'step': 5500, 'hat_ebm_runs': [1.9, 2.1]},
+                 'window_s0/sngan_s0_2200.json': {'step': 2200, 'generator_runs': [9.0, 9.0]}}}}
+  assert [s for s, _ in tables.end_window(records, 0, 'synthesis_s0', 'hat_ebm')] == [5000, 5500]
+  lines, out = tables.plateau_table(records, [0])
+  row = next(line for line in lines if line.startswith('| synthesis'))
+  assert [c.strip() for c in row.strip('|').split('|')][3:] == [
+      '3.10', '2.50', '-0.60', '0.87', '0.14', 'yes']
+  assert out[0]['seeds'][0]['window_steps'] == [5000, 5500, 6000]
+
+
 def test_an_arm_is_converged_only_when_every_seed_is():
   yes = plateau.rule([10.0, 10.4], [10.1, 10.3], 1333, 2000)
   no = plateau.rule([14.0, 14.2], [11.0, 11.2], 1333, 2000)
@@ -79,8 +117,8 @@ def test_the_report_prints_steps_the_rules_numbers_and_a_verdict_per_arm():
   text = '\n'.join(lines)
   rows = {r[0]: r for r in (line.strip('|').split('|') for line in lines if line.startswith('| '))}
   cells = {k.strip(): [c.strip() for c in v] for k, v in rows.items()}
-  assert cells['synthesis: Hat EBM'][1:] == ['2,000', '1,333', '9.20', '9.10', '-0.10', '0.14',
-                                             'yes']
+  assert cells['synthesis: Hat EBM'][1:] == ['2,000', '1,333', '9.20', '9.10', '-0.10',
+                                             tables.DASH, '0.14', 'yes']
   assert cells['refinement: Hat EBM'][-1] == 'no: still improving (seeds 0, 1, 2)'
   assert cells["SN-GAN (the refinement's generator)"][-1] == plateau.UNMEASURED
   assert cells['current samples'][-1] == 'no: ran away (seed 0)'

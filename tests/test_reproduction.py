@@ -7,6 +7,7 @@ import signal
 import threading
 import time
 
+import ml_collections
 import pytest
 
 from tf_hat_ebm import config as config_lib
@@ -33,7 +34,19 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
                        'retrofit_s0', 'ood_s0']
   assert [n for n in names if n.endswith('_s1') and not n.startswith(
       ('synthesis', 'sngan', 'refinement', 'autoencoder', 'retrofit', 'ood', 'nearood'))] == [
-          'current_s1', 'coop_bn_s1', 'noresidual_s1']  # coop without BN is 'current'
+          'current_s1', 'coop_bn_s1', 'noresidual_s1', 'window_s1']  # coop without BN: current
+  # The plateau rule's end window: each scored run's kept checkpoints before its end.
+  window = by_name(stages)['window_s0']
+  assert window.after == ('synthesis_s0', 'sngan_s0', 'refinement_s0', 'retrofit_s0',
+                          'current_s0', 'coop_bn_s0', 'noresidual_s0')
+  assert window.outputs[:2] == ['window_s0/synthesis_s0_5000.json',
+                                'window_s0/synthesis_s0_5500.json']
+  assert window.command_lines()[0].endswith(
+      '--checkpoint=synthesis_s0/checkpoints/ckpt-5000 --output=window_s0/synthesis_s0_5000.json '
+      '--nobaselines')
+  assert 'window_s0/retrofit_s0_2200.json' in window.outputs and not any(
+      c[-1] == '--nobaselines' for c in window.commands if '--workdir=sngan_s0' in c)
+  assert window.keep_going and window.inputs[0] == 'synthesis_s0/fid.json'
   assert names[-2:] == ['figures', 'calibration']
   assert set(stages[-2].after) == set(names[:-2]) and stages[-1].after == ('figures',)
   lines = [line for s in stages for line in s.command_lines()]
@@ -227,6 +240,16 @@ class FakeScripts:
     return self.codes.get(key, 0)
 
 
+@pytest.mark.parametrize('num_steps, every, keep, steps', [
+    (6000, 500, 3, [5000, 5500]), (2400, 200, 3, [2000, 2200]), (2500, 1000, 3, [2000]),
+    (6000, 500, 1, []), (2, 2, 3, [])])
+def test_the_end_window_is_the_kept_checkpoints_before_the_end_past_two_thirds(
+    num_steps, every, keep, steps):
+  training = ml_collections.ConfigDict(dict(
+      num_steps=num_steps, checkpoint_every=every, keep_checkpoints=keep, steps_per_loop=1))
+  assert stages_lib.window_steps(training) == steps
+
+
 def run(o, fake, stages=None):
   stages = stages if stages is not None else stages_lib.build(o)
   return runner_lib.Runner(stages, o, fake, print_fn=lambda *a, **k: None).run_all()
@@ -276,7 +299,8 @@ def test_a_resumed_stage_counts_its_earlier_attempts_and_stays_out_of_the_eta(tm
   # The killed attempt ran 100 s before its log's last write, after 5 s of attempts before it.
   log_time = os.path.getmtime(stage_dir / 'log.txt')
   (stage_dir / 'attempt.json').write_text(json.dumps(dict(start=log_time - 100, earlier=5)))
-  runner = runner_lib.Runner(stages_lib.build(o), o, FakeScripts(str(tmp_path)),
+  synthesis = [s for s in stages_lib.build(o) if s.name == 'synthesis_s0']
+  runner = runner_lib.Runner(synthesis, o, FakeScripts(str(tmp_path)),
                              print_fn=lambda *a, **k: None)
   record = runner.run_all()['synthesis_s0']
   assert record['resumed'] is True and 105 <= record['seconds'] < 125
@@ -307,13 +331,48 @@ def test_finished_training_and_evaluation_are_not_rerun_on_resume(tmp_path):
     run(o, fake)
   fake = FakeScripts(str(tmp_path))
   record = run(o, fake)['synthesis_s0']
-  # trained to its step: skipped; both FIDs (the end's, then the plateau checkpoint's) run
-  assert fake.calls == [('evaluate_fid.py', 'synthesis_s0')] * 2
+  # trained to its step: skipped; both FIDs (the end's, then the plateau checkpoint's) run, then
+  # the end window's two checkpoints
+  assert fake.calls == [('evaluate_fid.py', 'synthesis_s0')] * 4
   assert record['exits'][0]['exit'] == 'skipped: trained to step 4'
 
 
 GUARD_LINE = ('error: runaway at step 500: energy_diff 1e+04 for 3 checks in a row; last good '
               'checkpoint: ckpt-250; lower optim.hat_lr')
+
+
+def test_the_window_stage_scores_kept_checkpoints_and_excuses_a_stopped_run(tmp_path):
+  o = options(tmp_path, seeds=(0,), parts=('ablations',), jobs='1')
+  stages = [s for s in stages_lib.build(o) if s.name in ('synthesis_s0', 'current_s0')]
+  window = next(s for s in stages_lib.build(o) if s.name == 'window_s0')
+  window.commands = [c for c in window.commands if c[2] in (
+      '--workdir=synthesis_s0', '--workdir=current_s0')]
+  window.outputs = [o_ for o_ in window.outputs if '/synthesis_s0_' in o_ or '/current_s0_' in o_]
+  window.after = window.after[:1] + ('current_s0',)
+  window.inputs = ['synthesis_s0/fid.json', 'current_s0/fid.json']
+  fake = FakeScripts(str(tmp_path), codes={('train_synthesis.py', 'current_s0'): 1},
+                     errors={('train_synthesis.py', 'current_s0'): GUARD_LINE})
+
+  def no_kept_checkpoint(argv, log, env):  # the stopped run kept none of its window's
+    if any(a.startswith('--output=window_s0/current_s0_') for a in argv):
+      log.write('error: no checkpoint ckpt-5000\n')
+      return 1
+    return fake(argv, log, env)
+  records = run(o, no_kept_checkpoint, stages + [window])
+  record = records['window_s0']
+  assert sorted(record['result']) == ['window_s0/synthesis_s0_5000.json',
+                                      'window_s0/synthesis_s0_5500.json']
+  assert [c.split()[2] for c in record['failed_commands']] == ['--workdir=current_s0'] * 2
+  assert sorted(record['files']) == [  # its inputs: a rerun arm's new FID redoes the window
+      'current_s0/fid.json', 'synthesis_s0/fid.json', 'window_s0/synthesis_s0_5000.json',
+      'window_s0/synthesis_s0_5500.json']
+  _, out = report_lib.tables.plateau_table(records, [0])
+  assert out[0]['seeds'][0]['window_steps'] == [5000, 5500, 4]
+  # A run that is not stopped failing its window's scoring fails the stage.
+  shutil.rmtree(tmp_path / 'window_s0')
+  broken = FakeScripts(str(tmp_path), codes={('evaluate_fid.py', 'synthesis_s0'): 1})
+  with pytest.raises(runner_lib.StageError, match='window_s0 failed'):
+    run(o, broken, stages + [window])
 
 
 def test_ablation_arm_counts_a_guard_stop_but_not_another_failure(tmp_path):
@@ -414,7 +473,8 @@ def test_independent_stages_run_concurrently_and_dependencies_wait(tmp_path, mon
     return code
 
   records = run(o, slow)
-  assert set(records) == {'sngan_s0', 'refinement_s0', 'autoencoder_s0', 'retrofit_s0'}
+  assert set(records) == {'sngan_s0', 'refinement_s0', 'autoencoder_s0', 'retrofit_s0',
+                          'window_s0'}
   assert max(len(r) for r in log) == 2  # two at a time, never more
   # The two first-ready stages (the SN-GAN, the autoencoder) share the cores; a stage that runs
   # alone keeps them all.

@@ -1,9 +1,13 @@
 """Has a run reached its plateau? The FID of its last third of training, against its noise.
 
-The rule: a run is converged when its FID changed by less than the FID's own evaluation sd over
-the last third of training, |FID(end) - FID(2/3 of the steps)| < sd, where sd is the std of one
-sample set's FID pooled over both checkpoints' sample sets (the report's "eval sd"). A run still
-improving by more than that is not converged; one that got worse by more is past its best. A run
+The rule: a run is converged when its FID changed by less than the sd of one checkpoint's FID
+over the last third of training: |FID(end) - FID(2/3 of the steps)| < sd. FID(end) is the mean
+over the end window, the last checkpoints the run keeps (its end and the ones before it,
+stages.window_steps), and sd is the larger of their scatter (the sample std of the window's
+FIDs: from checkpoint to checkpoint the FID moves by more than between sample sets) and the
+std of one sample set's FID pooled over the 2/3 and end checkpoints (the report's "eval sd").
+Without an end window the end is the last checkpoint and sd the sample sets' alone. A run still
+improving by more than sd is not converged; one that got worse by more is past its best. A run
 the runaway guard stopped (or whose FID is not finite) is scored at its last healthy checkpoint,
 labelled as such.
 """
@@ -12,8 +16,9 @@ import math
 from tf_hat_ebm.reproduction import statistics
 
 FRACTION = 2 / 3  # the rule compares the end of training with this fraction of it
-RULE = ('|FID(end) - FID(2/3 of the steps)| < the evaluation sd (one sample set\'s FID, '
-        'pooled over both checkpoints)')
+RULE = ('|FID(end) - FID(2/3 of the steps)| < sd, FID(end) the mean over the last checkpoints the '
+        'run keeps (its end window) and sd the larger of their scatter and the evaluation sd (one '
+        'sample set\'s FID, pooled over the 2/3 and end checkpoints)')
 CONVERGED, IMPROVING, WORSENING, RUNAWAY, UNMEASURED = (
     'yes', 'no: still improving', 'no: past its best', 'ran away', 'not measured')
 
@@ -31,19 +36,22 @@ def _mean(runs):
   return sum(runs) / len(runs) if runs else None
 
 
-def rule(mid_runs, end_runs, mid_step=None, end_step=None, ran_away=False, num_steps=None):
-  """The rule on one run: the FID of each sample set at the 2/3 checkpoint and at the end.
+def rule(mid_runs, end_runs, mid_step=None, end_step=None, ran_away=False, num_steps=None,
+         window=()):
+  """The rule on one run: the FID of each sample set at the 2/3 checkpoint and at the end, and
+  `window`: [(step, sample sets' FIDs)] of the checkpoints of its end window before the end.
 
   ran_away: the guard stopped the run (or its end FID is not finite) short of `num_steps`; it is
   then scored at its last healthy checkpoint: the end's result when the runner scored the
-  checkpoint the run kept (end_step), else the 2/3 one. Returns {mid, end, sd, difference,
-  verdict, converged, scored_step, scored, text}.
+  checkpoint the run kept (end_step), else the 2/3 one. Returns {mid, end, sd, eval_sd,
+  scatter, window_steps, difference, verdict, converged, scored_step, scored, text}: end is the
+  window's mean, sd the rule's (eval_sd the sample sets', scatter the window's).
   """
   mid, end = _mean(mid_runs), _mean(end_runs)
   end_finite = end_runs and all(r is not None and math.isfinite(r) for r in end_runs)
   sd = statistics.evaluation_std([r for r in (mid_runs, end_runs) if r])
-  out = dict(mid=mid, end=end, sd=sd, mid_step=mid_step, end_step=end_step, difference=None,
-             converged=False, scored_step=end_step, scored=end)
+  out = dict(mid=mid, end=end, sd=sd, eval_sd=sd, scatter=None, window_steps=[], mid_step=mid_step,
+             end_step=end_step, difference=None, converged=False, scored_step=end_step, scored=end)
   if ran_away or (end_runs and not end_finite):
     healthy = (end, end_step) if ran_away and end_finite else (mid, mid_step)
     out.update(verdict=RUNAWAY, end=None, scored=healthy[0],
@@ -56,14 +64,23 @@ def rule(mid_runs, end_runs, mid_step=None, end_step=None, ran_away=False, num_s
     out.update(verdict=UNMEASURED, text=f'{UNMEASURED}: needs two sample sets at step '
                f'{mid_step} and at the end')
     return out
+  points = [(step, _mean(runs)) for step, runs in window or ()]
+  points = [(step, m) for step, m in points if m is not None] + [(end_step, end)]
+  where = f'at step {end_step}'
+  if len(points) > 1:
+    scatter = statistics.sample_std([m for _, m in points])
+    end = sum(m for _, m in points) / len(points)
+    sd = max(sd, scatter)
+    out.update(end=end, sd=sd, scatter=scatter, window_steps=[st for st, _ in points])
+    where = f'over steps {", ".join(f"{st:,}" for st, _ in points)}'
   diff = end - mid
   out['difference'] = diff
   if abs(diff) < sd:
     out.update(verdict=CONVERGED, converged=True)
   else:
     out['verdict'] = IMPROVING if diff < 0 else WORSENING
-  out['text'] = (f'{out["verdict"]}: FID {mid:.2f} at step {mid_step}, {end:.2f} at step '
-                 f'{end_step}, change {diff:+.2f} against eval sd {sd:.2f}')
+  out['text'] = (f'{out["verdict"]}: FID {mid:.2f} at step {mid_step}, {end:.2f} {where}, '
+                 f'change {diff:+.2f} against sd {sd:.2f}')
   return out
 
 
@@ -79,6 +96,8 @@ def arm(per_seed):
   healthy = [r for r in measured if r['verdict'] != RUNAWAY]
   out = dict(mid=_mean([r['mid'] for r in healthy]), end=_mean([r['end'] for r in healthy]),
              sd=_mean([r['sd'] for r in healthy]), counts=counts, n=len(per_seed),
+             scatter=_mean([r.get('scatter') for r in healthy]),
+             eval_sd=_mean([r.get('eval_sd', r['sd']) for r in healthy]),
              converged=bool(measured) and all(r['converged'] for r in measured)
              and len(measured) == len(per_seed))
   out['difference'] = (out['end'] - out['mid'] if None not in (out['mid'], out['end'])

@@ -413,8 +413,8 @@ class Runner:
     return record
 
   def of_stopped_model(self, line):
-    """A figure command of a model the runaway guard stopped (recorded): its failure is no
-    failure of the figures stage."""
+    """A figure (or end-window) command of a model the runaway guard stopped (recorded): its
+    failure is no failure of the figures (window) stage."""
     model = self.records.get(flag_of(shlex.split(line), 'workdir') or '')
     return bool(model and model.get('failed'))
 
@@ -423,6 +423,8 @@ class Runner:
     if stage.result == 'fid':
       return [f'{stage.workdir}/fid.json'] + [
           o for o in stage.outputs if o == f'{stage.workdir}/{stages_lib.PLATEAU_FID}']
+    if stage.result == 'window':  # those of runs the guard stopped may be missing
+      return [o for o in stage.outputs if os.path.exists(self.path(o))]
     return [stage.outputs[-1]] if stage.result in ('compare', 'json', 'ood') else []
 
   def record_files(self, stage):
@@ -466,6 +468,8 @@ class Runner:
     if stage.result == 'json':  # a stage's whole JSON output (the calibration)
       with open(self.path(stage.outputs[-1])) as f:
         return workdir_lib.parse_json(f.read())
+    if stage.result == 'window':  # {output: its result} of the plateau rule's end window
+      return {o: result_lib.read(self.path(o)).to_json() for o in self.result_files(stage)}
     if stage.result == 'ood':
       with open(self.path(stage.outputs[-1])) as f:
         return {k: v['auroc'] for k, v in workdir_lib.parse_json(f.read())['sets'].items()}
@@ -494,6 +498,10 @@ class Runner:
                              'rerun the stage')
         return self.reread(stage, record, where)
       return redo
+    if stage.kind == 'window' and set(stage.after) & pending:  # the runs scored again
+      again = set(stage.after) & pending
+      return Redo([o for o, c in zip(stage.outputs, stage.commands) if flag_of(c, 'workdir')
+                   in again], f'{", ".join(sorted(again))} runs again')
     if stage.kind in self.TRACKED and set(stage.after) & pending:
       # Judged again after them: what their new outputs change runs again (progress.json).
       return Redo((), f'{", ".join(sorted(set(stage.after) & pending))} runs again')

@@ -127,7 +127,7 @@ class Stage:
   outputs: List[Optional[str]]
   workdir: Optional[str] = None
   after: Tuple[str, ...] = ()
-  result: str = 'none'  # 'fid', 'compare', 'ood', 'json' or 'none': what the record holds
+  result: str = 'none'  # 'fid', 'compare', 'ood', 'json', 'window' or 'none': what it holds
   reference: Optional[str] = None
   # A guard stop is recorded and its last healthy checkpoint scored (every scored Hat EBM, a
   # seed sweep's run), not an error.
@@ -163,6 +163,16 @@ def resolved_config(stage):
 
 # The FID of the checkpoint at 2/3 of training (the plateau rule's, plateau.py), beside fid.json.
 PLATEAU_FID = 'fid_plateau.json'
+
+
+def window_steps(training):
+  """The checkpoints before the last that a finished run keeps (its `keep_checkpoints` newest,
+  every `checkpoint_every` steps), past the plateau rule's 2/3 checkpoint: with the end, the
+  rule's end window (plateau.py)."""
+  every, keep = int(training.checkpoint_every), int(training.get('keep_checkpoints', 1))
+  mid = plateau.checkpoint_step(training.num_steps, training.get('steps_per_loop', 1))
+  last = (int(training.num_steps) - 1) // every * every  # the newest one before the end
+  return [s for s in (last - j * every for j in reversed(range(keep - 1))) if s > mid]
 
 
 def flag_value(value):
@@ -298,6 +308,27 @@ class _Builder:
       self.trained(f'{arm}_s{seed}', reference, 'ablations', seed, extra=extra, after=after,
                    reference=f'{reference}_s{seed}', baselines=reference != 'refinement')
 
+  def window(self, seed):
+    """The plateau rule's end window of each scored run of `seed`: the checkpoints it keeps
+    before its last, scored as its 2/3 checkpoint is, so the rule weighs how the FID scatters
+    from checkpoint to checkpoint, not only between sample sets (plateau.py)."""
+    name, cmds, outputs, runs = f'window_s{seed}', [], [], []
+    for st in self.stages:
+      if st.result != 'fid' or st.kind not in TRAINED or not st.name.endswith(f'_s{seed}'):
+        continue
+      steps = window_steps(resolved_config(st).training)
+      for step in steps:
+        outputs.append(f'{name}/{st.name}_{step}.json')
+        cmds.append(['python', 'experiments/evaluate_fid.py', f'--workdir={st.name}'] + self.fid
+                    + [f'--checkpoint={st.name}/checkpoints/ckpt-{step}',
+                       f'--output={outputs[-1]}']
+                    + ([] if st.kind == 'sngan' else ['--nobaselines']))
+      runs += [st.name] if steps else []
+    if cmds:  # a run the guard stopped may have kept none of them: its scoring is excused
+      self.stages.append(Stage(name, 'window', 'plateau', cmds, outputs, after=tuple(runs),
+                               result='window', keep_going=True,
+                               inputs=[f'{r}/fid.json' for r in runs]))
+
   def figures(self):
     """Langevin paths and sample grids of the first seed's models (every dataset's), and the
     baselines beside the Hat EBM's, after every other stage."""
@@ -352,6 +383,8 @@ def build(options):
   if 'ablations' in options.parts:
     for seed in options.seeds:
       builder.ablations(seed)
+  for seed in options.seeds:
+    builder.window(seed)
   if 'figures' in options.parts:
     builder.figures()
   return builder.stages
@@ -363,6 +396,8 @@ def estimate(stage, options):
   if tiny:
     return tiny * len(stage.commands)
   seconds = SCALES[options.scale].seconds
+  if stage.kind == 'window':
+    return seconds['fid'] * len(stage.commands)
   if stage.result != 'fid':
     return seconds[stage.kind]
   alone = '--nobaselines' in stage.commands[1]  # no DDLS chain in its FID

@@ -464,6 +464,15 @@ PLATEAU_ARMS = (('synthesis: Hat EBM', 'synthesis', 'hat_ebm'),
                 ('refinement without Y', 'noresidual', 'hat_ebm'))
 
 
+def end_window(records, seed, name, key):
+  """[(step, sample sets' FIDs of `key`)] of run `name`'s end window before its end: the
+  window_s<seed> stage's results (stages.window_steps), oldest first."""
+  window = (records.get(f'window_s{seed}') or {}).get('result') or {}
+  found = [result_lib.from_record(r) for o, r in window.items()
+           if o.rsplit('/', 1)[-1].rsplit('_', 1)[0] == name]
+  return sorted((r.step, r.sets('fid', key)) for r in found if r and r.step is not None)
+
+
 def plateau_table(records, seeds):
   """Per arm: the steps trained, the plateau rule's numbers over its seeds and whether it
   converged (plateau.py); arms without a stage are left out."""
@@ -484,22 +493,23 @@ def plateau_table(records, seeds):
       per_seed.append(dict(plateau.rule(
           earlier and earlier.sets('fid', key), end and end.sets('fid', key),
           earlier and earlier.step, end_step, ran_away=bool(record.get('failed')),
-          num_steps=record.get('num_steps')), seed=seed))
+          num_steps=record.get('num_steps'), window=end_window(records, seed, name, key)),
+          seed=seed))
     summary = plateau.arm(per_seed)
     trained = ', '.join(f'{s:,}' for s in sorted(s for s in steps if s is not None)) or DASH
     mids = sorted({r['mid_step'] for r in per_seed if r['mid_step'] is not None})
     rows.append([label, trained, ', '.join(f'{s:,}' for s in mids) or DASH,
                  number(summary['mid']), number(summary['end']),
                  DASH if summary['difference'] is None else f'{summary["difference"]:+.2f}',
-                 number(summary['sd']), summary['verdict']])
+                 number(summary['scatter']), number(summary['eval_sd']), summary['verdict']])
     out.append(dict(arm=label, stages=f'{prefix}_s*', steps=sorted(s for s in steps if s),
                     seeds=per_seed, **summary))
   lines = ['## Trained to a plateau?', '',
            f'Rule, per seed: {plateau.RULE}; an arm is converged when each seed is. A run the '
            'runaway guard stopped is scored at its last healthy checkpoint, labelled. Means over '
-           'the seeds the rule measured.', '']
+           'the seeds the rule measured; "checkpoint sd" is the end window\'s scatter.', '']
   lines += markdown(['arm', 'steps trained', 'checkpoint at 2/3', 'FID at 2/3', 'FID at the end',
-                     'change', 'eval sd', 'converged'], rows) if rows else [
+                     'change', 'checkpoint sd', 'eval sd', 'converged'], rows) if rows else [
                          'No training stage ran.']
   if rows and all(r[2] == DASH for r in rows):
     lines += ['', 'No run scored its checkpoint at 2/3 of training (the reproduction that made '
