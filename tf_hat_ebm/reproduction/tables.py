@@ -508,7 +508,7 @@ def plateau_table(records, seeds):
            f'Rule, per seed: {plateau.RULE}; an arm is converged when each seed is. A run the '
            'runaway guard stopped is scored at its last healthy checkpoint, labelled. Means over '
            'the seeds the rule measured; "checkpoint sd" is the end window\'s scatter.', '']
-  lines += markdown(['arm', 'steps trained', 'checkpoint at 2/3', 'FID at 2/3', 'FID at the end',
+  lines += markdown(['arm', 'steps trained', 'checkpoint at 2/3', 'FID at 2/3', 'FID, end window',
                      'change', 'checkpoint sd', 'eval sd', 'converged'], rows) if rows else [
                          'No training stage ran.']
   if rows and all(r[2] == DASH for r in rows):
