@@ -90,9 +90,10 @@ def arm(per_seed):
 
   The arm is converged when its mean change over the seeds is below their mean sd and no seed
   ran away or went unmeasured. One seed's change carries the noise of the 2/3 checkpoint and of
-  the end window, so a run at its plateau passes the rule about 3 times in 5, and three such
-  seeds all pass about 1 time in 4; their mean change has a third of that variance, within one
-  sd about 9 times in 10. The verdict names the seeds that ran away or were not measured."""
+  the end window, and its sd is estimated from 3 checkpoints, so a run at its plateau passes the
+  rule about 1 time in 2 and three such seeds all pass 1 time in 7; their mean change, with a
+  third of that variance, passes about 4 times in 5 (simulated: checkpoint FIDs i.i.d. normal).
+  The verdict names the seeds that ran away or were not measured."""
   measured = [r for r in per_seed if r['verdict'] != UNMEASURED]
   counts = {}  # verdict: [seeds]
   for i, r in enumerate(per_seed):

@@ -507,7 +507,7 @@ def plateau_table(records, seeds):
   lines = ['## Trained to a plateau?', '',
            f'Rule, per seed: {plateau.RULE}; an arm is converged when its mean change over the '
            'seeds is below their mean sd and no seed ran away (a run at its plateau passes alone '
-           'about 3 times in 5, its mean over 3 seeds about 9 in 10). A run the '
+           'about 1 time in 2, the mean of 3 such seeds about 4 in 5). A run the '
            'runaway guard stopped is scored at its last healthy checkpoint, labelled. Means over '
            'the seeds the rule measured; "checkpoint sd" is the end window\'s scatter.', '']
   lines += markdown(['arm', 'steps trained', 'checkpoint at 2/3', 'FID at 2/3', 'FID, end window',
