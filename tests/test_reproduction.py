@@ -305,6 +305,15 @@ def test_a_resumed_stage_counts_its_earlier_attempts_and_stays_out_of_the_eta(tm
   record = runner.run_all()['synthesis_s0']
   assert record['resumed'] is True and 105 <= record['seconds'] < 125
   assert runner.measured == runner.estimated == 0  # its partial time would skew the ETA
+  # The ETA: the table's estimate at the measured pace, the table's own 30 min weighing in.
+  runner.stages, runner.records = runner.stages + [
+      s for s in stages_lib.build(o) if s.name == 'window_s0'], {}
+  table = stages_lib.estimate(runner.stages[0], o) + stages_lib.estimate(runner.stages[1], o)
+  assert runner.eta() == runner_lib.hms(table)
+  runner.measured, runner.estimated = 9.0, 6.0  # one tiny stage 1.5x slower: barely moves it
+  assert runner.eta() == runner_lib.hms(table * 1809 / 1806)
+  runner.measured, runner.estimated = 36000.0, 18000.0  # many: the run's pace
+  assert runner.eta() == runner_lib.hms(table * 37800 / 19800)
   assert not (stage_dir / 'attempt.json').exists()
   # A stage begun before attempts were kept: resumed, its earlier seconds unknown, and said so.
   shutil.rmtree(stage_dir)

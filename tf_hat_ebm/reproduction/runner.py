@@ -236,6 +236,7 @@ class Runner:
   # this very command (the checkpoint it drew from) and inputs made it (<stage>/progress.json);
   # a figure or calibration lying there from an earlier pipeline is drawn again.
   TRACKED = ('figures', 'calibration')
+  ETA_PRIOR = 1800.0  # seconds of the stage table's pace in the ETA's rescaling
 
   def skip_reason(self, stage, output, cmd=()):
     """Why a command need not run: its output exists (a result of its workdir's latest step, or
@@ -596,7 +597,9 @@ class Runner:
   def eta(self):
     remaining = sum(stages_lib.estimate(s, self.o) for s in self.stages
                     if s.name not in self.records)
-    ratio = self.measured / self.estimated if self.estimated else 1.0
+    # The stage table's estimate, rescaled by this run's measured pace; the table's own half an
+    # hour (at its pace) weighs in, so a few short stages do not swing it.
+    ratio = (self.measured + self.ETA_PRIOR) / (self.estimated + self.ETA_PRIOR)
     return hms(remaining * ratio / self.jobs)
 
   def worker(self, i, stage, done, side_by_side):
