@@ -75,9 +75,9 @@ def test_the_end_window_averages_the_last_checkpoints_and_weighs_their_scatter()
 def test_the_table_reads_each_runs_end_window_from_its_seeds_window_stage():
   records = {'synthesis_s0': record([1.9, 2.1], [3.0, 3.2], step=6000),
              'window_s0': {'result': {
-                 'window_s0/synthesis_s0_5000.json': {'step': 5000, 'hat_ebm_runs': [3.4, 3.6]},
-                 'window_s0/synthesis_s0_5500.json': {'step': 5500, 'hat_ebm_runs': [1.9, 2.1]},
-                 'window_s0/sngan_s0_2200.json': {'step': 2200, 'generator_runs': [9.0, 9.0]}}}}
+                 'window_s0/synthesis_s0_w1.json': {'step': 5000, 'hat_ebm_runs': [3.4, 3.6]},
+                 'window_s0/synthesis_s0_w2.json': {'step': 5500, 'hat_ebm_runs': [1.9, 2.1]},
+                 'window_s0/sngan_s0_w2.json': {'step': 2200, 'generator_runs': [9.0, 9.0]}}}}
   assert [s for s, _ in tables.end_window(records, 0, 'synthesis_s0', 'hat_ebm')] == [5000, 5500]
   lines, out = tables.plateau_table(records, [0])
   row = next(line for line in lines if line.startswith('| synthesis'))

@@ -39,12 +39,11 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   window = by_name(stages)['window_s0']
   assert window.after == ('synthesis_s0', 'sngan_s0', 'refinement_s0', 'retrofit_s0',
                           'current_s0', 'coop_bn_s0', 'noresidual_s0')
-  assert window.outputs[:2] == ['window_s0/synthesis_s0_5000.json',
-                                'window_s0/synthesis_s0_5500.json']
+  assert window.outputs[:2] == ['window_s0/synthesis_s0_w1.json', 'window_s0/synthesis_s0_w2.json']
   assert window.command_lines()[0].endswith(
-      '--checkpoint=synthesis_s0/checkpoints/ckpt-5000 --output=window_s0/synthesis_s0_5000.json '
+      '--checkpoint=synthesis_s0/checkpoints/ckpt-5000 --output=window_s0/synthesis_s0_w1.json '
       '--nobaselines')
-  assert 'window_s0/retrofit_s0_2200.json' in window.outputs and not any(
+  assert '--checkpoint=retrofit_s0/checkpoints/ckpt-2200' in window.command_lines()[7] and not any(
       c[-1] == '--nobaselines' for c in window.commands if '--workdir=sngan_s0' in c)
   assert window.keep_going and window.inputs[0] == 'synthesis_s0/fid.json'
   assert names[-2:] == ['figures', 'calibration']
@@ -340,9 +339,9 @@ def test_finished_training_and_evaluation_are_not_rerun_on_resume(tmp_path):
     run(o, fake)
   fake = FakeScripts(str(tmp_path))
   record = run(o, fake)['synthesis_s0']
-  # trained to its step: skipped; both FIDs (the end's, then the plateau checkpoint's) run, then
-  # the end window's two checkpoints
-  assert fake.calls == [('evaluate_fid.py', 'synthesis_s0')] * 4
+  # trained to its step: skipped; both FIDs (the end's, then the plateau checkpoint's) run (the
+  # fake run keeps no checkpoint before its end: its window has none to score)
+  assert fake.calls == [('evaluate_fid.py', 'synthesis_s0')] * 2
   assert record['exits'][0]['exit'] == 'skipped: trained to step 4'
 
 
@@ -367,16 +366,44 @@ def test_the_window_stage_scores_kept_checkpoints_and_excuses_a_stopped_run(tmp_
       log.write('error: no checkpoint ckpt-5000\n')
       return 1
     return fake(argv, log, env)
+  run(o, fake, stages[:1])
+  for step in (5000, 5500, 6000):  # the checkpoints a finished 6,000-step run keeps
+    (tmp_path / 'synthesis_s0' / 'checkpoints' / f'ckpt-{step}.index').write_text('')
   records = run(o, no_kept_checkpoint, stages + [window])
   record = records['window_s0']
-  assert sorted(record['result']) == ['window_s0/synthesis_s0_5000.json',
-                                      'window_s0/synthesis_s0_5500.json']
-  assert [c.split()[2] for c in record['failed_commands']] == ['--workdir=current_s0'] * 2
+  assert sorted(record['result']) == ['window_s0/synthesis_s0_w1.json',
+                                      'window_s0/synthesis_s0_w2.json']
+  # the stopped run kept no checkpoint between 2/3 and its end: nothing of it to score
+  assert [e['exit'] for e in record['exits'][2:]] == [
+      'not run: its run kept too few checkpoints before its end'] * 2
   assert sorted(record['files']) == [  # its inputs: a rerun arm's new FID redoes the window
-      'current_s0/fid.json', 'synthesis_s0/fid.json', 'window_s0/synthesis_s0_5000.json',
-      'window_s0/synthesis_s0_5500.json']
+      'current_s0/fid.json', 'synthesis_s0/fid.json', 'window_s0/synthesis_s0_w1.json',
+      'window_s0/synthesis_s0_w2.json']
   _, out = report_lib.tables.plateau_table(records, [0])
-  assert out[0]['seeds'][0]['window_steps'] == [5000, 5500, 4]
+  assert out[0]['seeds'][0]['window_steps'] == [5000, 5500, 4]  # the fake scores its end at 4
+  # The run scored again (its fid.json deleted): its window's slots are scored again with it.
+  (tmp_path / 'synthesis_s0' / 'fid.json').unlink()
+  again = FakeScripts(str(tmp_path))
+  run(o, again, stages + [window])
+  assert again.calls == [('evaluate_fid.py', 'synthesis_s0')] * 3
+  # An interrupted run's own save (step 5,100) pruned ckpt-5000: its slot scores 5,100; a run
+  # that kept only one checkpoint before its end fills the newest slot only.
+  shutil.rmtree(tmp_path / 'window_s0')
+  kept = tmp_path / 'synthesis_s0' / 'checkpoints'
+  (kept / 'ckpt-5000.index').unlink()
+  (kept / 'ckpt-5100.index').write_text('')
+  fake = FakeScripts(str(tmp_path), reach=6000)
+  record = run(o, fake, stages + [window])['window_s0']
+  assert [json.loads((tmp_path / 'window_s0' / f'synthesis_s0_w{i}.json').read_text())['step']
+          for i in (1, 2)] == [5100, 5500]
+  assert [e['command'].split()[-3] for e in record['exits'][:2]] == [
+      '--checkpoint=synthesis_s0/checkpoints/ckpt-5100',
+      '--checkpoint=synthesis_s0/checkpoints/ckpt-5500']
+  shutil.rmtree(tmp_path / 'window_s0')
+  (kept / 'ckpt-5100.index').unlink()
+  record = run(o, fake, stages + [window])['window_s0']
+  assert record['exits'][0]['exit'] == 'not run: its run kept too few checkpoints before its end'
+  assert sorted(record['result']) == ['window_s0/synthesis_s0_w2.json']
   # A run that is not stopped failing its window's scoring fails the stage.
   shutil.rmtree(tmp_path / 'window_s0')
   broken = FakeScripts(str(tmp_path), codes={('evaluate_fid.py', 'synthesis_s0'): 1})

@@ -277,12 +277,33 @@ class Runner:
     return dict(output=output, inputs={f: file_sha256(self.path(f)) for f in stage.inputs})
 
   def with_checkpoint(self, stage, cmd):
-    """A figure is drawn from the checkpoint its model's record was scored at."""
+    """A figure is drawn from the checkpoint its model's record was scored at; an end-window
+    command scores its slot's checkpoint (window_checkpoint)."""
     cmd = list(cmd)
     model = self.records.get(flag_of(cmd, 'workdir') or '')
     if stage.kind == 'figures' and model and isinstance(model.get('step'), int):
       cmd.append(f'--checkpoint={model["step"]}')
+    if stage.kind == 'window':
+      return self.window_checkpoint(stage, cmd)
     return cmd
+
+  def window_checkpoint(self, stage, cmd):
+    """The command of an end-window slot, scoring the checkpoint the stage planned; when the run
+    no longer keeps it (an interrupted run's own save pruned it), the slot's counterpart among
+    the newest checkpoints it kept before its end and past its 2/3 one. None: too few kept."""
+    planned, run = flag_of(cmd, 'checkpoint'), flag_of(cmd, 'workdir')
+    if os.path.exists(self.path(planned + '.index')):
+      return cmd
+    slots = [flag_of(c, 'checkpoint') for c in stage.commands if flag_of(c, 'workdir') == run]
+    end = training_progress(self.path(run))[0]
+    mid = result_lib.from_record((self.records.get(run) or {}).get('plateau'))
+    kept = [k for k in checkpoints.list_checkpoints(self.path(run, 'checkpoints'))
+            if k < end and (mid is None or mid.step is None or k > mid.step)][-len(slots):]
+    slot = slots.index(planned) - (len(slots) - len(kept))
+    if slot < 0:
+      return None
+    return [a if not a.startswith('--checkpoint=') else
+            f'--checkpoint={os.path.dirname(planned)}/ckpt-{kept[slot]}' for a in cmd]
 
   def run_stage(self, stage, side_by_side=1):
     """Runs the commands of `stage` that are not done (`side_by_side` stages at once); its
@@ -292,8 +313,12 @@ class Runner:
     write_json(self.path(stage.name, 'attempt.json'), dict(start=time.time(), earlier=earlier))
     exits, t0 = [], time.time() - earlier  # the record's seconds count every attempt
     with open(self.path(stage.name, 'log.txt'), 'a') as log:
-      for cmd, output in zip(stage.commands, stage.outputs):
-        cmd = self.with_checkpoint(stage, cmd)
+      for planned, output in zip(stage.commands, stage.outputs):
+        cmd = self.with_checkpoint(stage, planned)
+        if cmd is None:
+          exits.append(dict(command=shlex.join(planned), exit='not run: its run kept too few '
+                            'checkpoints before its end'))
+          continue
         key, reason = shlex.join(cmd), self.skip_reason(stage, output, cmd)
         if reason or self.stopping:
           exits.append(dict(command=key, exit=reason or 'not run: stopped'))
@@ -529,8 +554,12 @@ class Runner:
                        f'written (sha256 {str(sha)[:12]}..., now {now[:12]}...): delete '
                        f'{self.path(name)} to compute it again, or {self.path(stage.name)} to '
                        'rerun the stage')
-    missing = [o for o in stage.outputs if o is not None and not os.path.exists(self.path(o))]
+    missing = [o for o, c in zip(stage.outputs, stage.commands) if o is not None
+               and not os.path.exists(self.path(o)) and self.with_checkpoint(stage, c) is not None]
     for cmd, output in zip(stage.commands, stage.outputs):  # a score of its command's step
+      cmd = self.with_checkpoint(stage, cmd) if stage.kind == 'window' else cmd
+      if cmd is None:
+        continue  # a window slot its run kept no checkpoint for
       step = result_step(self.path(output)) if output and output.endswith('.json') else None
       wanted = self.scored_step(cmd)
       if step is not None and wanted and step != wanted:

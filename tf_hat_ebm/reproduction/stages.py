@@ -317,8 +317,8 @@ class _Builder:
       if st.result != 'fid' or st.kind not in TRAINED or not st.name.endswith(f'_s{seed}'):
         continue
       steps = window_steps(resolved_config(st).training)
-      for step in steps:
-        outputs.append(f'{name}/{st.name}_{step}.json')
+      for slot, step in enumerate(steps, 1):  # a slot: the run may keep another step in it
+        outputs.append(f'{name}/{st.name}_w{slot}.json')
         cmds.append(['python', 'experiments/evaluate_fid.py', f'--workdir={st.name}'] + self.fid
                     + [f'--checkpoint={st.name}/checkpoints/ckpt-{step}',
                        f'--output={outputs[-1]}']
