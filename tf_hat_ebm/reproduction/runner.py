@@ -30,6 +30,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
 from tf_hat_ebm import cli
+from tf_hat_ebm import outputs
 from tf_hat_ebm import result_files
 from tf_hat_ebm.evaluation import result as result_lib
 from tf_hat_ebm import workdir as workdir_lib
@@ -138,14 +139,6 @@ def write_json(path, data):
 
 def write_text(path, text):
   _written(path, lambda: workdir_lib.write_atomic(path, text))
-
-
-def remove_quietly(path):
-  """Removes a bookkeeping file; a missing one is fine."""
-  try:
-    os.remove(path)
-  except FileNotFoundError:
-    pass
 
 
 def _written(path, write):
@@ -636,7 +629,7 @@ class Runner:
       record = self.run_stage(stage, side_by_side)
       if record is not None:
         write_json(self.path(stage.name, 'done.json'), record)
-        remove_quietly(self.path(stage.name, 'attempt.json'))
+        outputs.remove(self.path(stage.name, 'attempt.json'))
       done.put((i, stage, record, None))
     except Exception as e:  # pylint: disable=broad-except
       done.put((i, stage, None, e))  # raised again in the main thread
