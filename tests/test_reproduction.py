@@ -41,7 +41,7 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
                           'current_s0', 'coop_bn_s0', 'noresidual_s0')
   assert window.outputs[:2] == ['window_s0/synthesis_s0_w1.json', 'window_s0/synthesis_s0_w2.json']
   assert window.command_lines()[0].endswith(
-      '--checkpoint=synthesis_s0/checkpoints/ckpt-5000 --output=window_s0/synthesis_s0_w1.json '
+      '--checkpoint=synthesis_s0/checkpoints/ckpt-8000 --output=window_s0/synthesis_s0_w1.json '
       '--nobaselines')
   assert '--checkpoint=retrofit_s0/checkpoints/ckpt-2200' in window.command_lines()[7] and not any(
       c[-1] == '--nobaselines' for c in window.commands if '--workdir=sngan_s0' in c)
@@ -66,12 +66,12 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   assert noresidual.commands[1][-1] == '--nobaselines' and '--nobaselines' not in s[
       'refinement_s0'].commands[1] and '--nobaselines' not in s['current_s0'].commands[1]
   # the plateau rule's checkpoint at 2/3 of training: archived, scored after the end's FID
-  assert s['synthesis_s0'].overrides['training.archive_every'] == 4000
+  assert s['synthesis_s0'].overrides['training.archive_every'] == 6000
   assert s['sngan_s0'].overrides['training.archive_every'] == 1600  # on the 25-step loop grid
   assert s['retrofit_s1'].command_lines()[0].endswith('--config.training.archive_every=1600')
   assert s['synthesis_s0'].command_lines()[2] == (
       'python experiments/evaluate_fid.py --workdir=synthesis_s0 --num_samples=1000 --runs=2 '
-      '--feature_cache_dir=feature_cache --checkpoint=synthesis_s0/checkpoints/archive/ckpt-4000 '
+      '--feature_cache_dir=feature_cache --checkpoint=synthesis_s0/checkpoints/archive/ckpt-6000 '
       '--output=synthesis_s0/fid_plateau.json --nobaselines')
   assert s['refinement_s0'].outputs == [None, 'refinement_s0/fid.json',
                                         'refinement_s0/fid_plateau.json']
@@ -278,9 +278,9 @@ def test_a_stage_is_done_only_when_training_reached_its_step_and_evaluation_fini
   assert record['config']['path'] == 'synthesis_s0/config.json' and len(
       record['config']['sha256']) == 64
   assert [e['exit'] for e in record['exits']] == [0, 0, 0]
-  # the plateau rule's checkpoint (2/3 of the config's 6,000 steps)
+  # the plateau rule's checkpoint (2/3 of the config's 9,000 steps)
   earlier = result_lib.from_record(record['plateau'])  # fid_plateau.json, typed
-  assert (earlier.step, earlier.sets('fid', 'hat_ebm')) == (4000, [12.0, 13.0])
+  assert (earlier.step, earlier.sets('fid', 'hat_ebm')) == (6000, [12.0, 13.0])
   assert record['exits'][0]['command'].startswith('python experiments/train_synthesis.py')
   with open(tmp_path / 'synthesis_s0' / 'done.json') as f:
     assert json.load(f) == record
@@ -363,11 +363,11 @@ def test_the_window_stage_scores_kept_checkpoints_and_excuses_a_stopped_run(tmp_
 
   def no_kept_checkpoint(argv, log, env):  # the stopped run kept none of its window's
     if any(a.startswith('--output=window_s0/current_s0_') for a in argv):
-      log.write('error: no checkpoint ckpt-5000\n')
+      log.write('error: no checkpoint ckpt-8000\n')
       return 1
     return fake(argv, log, env)
   run(o, fake, stages[:1])
-  for step in (5000, 5500, 6000):  # the checkpoints a finished 6,000-step run keeps
+  for step in (8000, 8500, 9000):  # the checkpoints a finished 9,000-step run keeps
     (tmp_path / 'synthesis_s0' / 'checkpoints' / f'ckpt-{step}.index').write_text('')
   records = run(o, no_kept_checkpoint, stages + [window])
   record = records['window_s0']
@@ -380,27 +380,27 @@ def test_the_window_stage_scores_kept_checkpoints_and_excuses_a_stopped_run(tmp_
       'current_s0/fid.json', 'synthesis_s0/fid.json', 'window_s0/synthesis_s0_w1.json',
       'window_s0/synthesis_s0_w2.json']
   _, out = report_lib.tables.plateau_table(records, [0])
-  assert out[0]['seeds'][0]['window_steps'] == [5000, 5500, 4]  # the fake scores its end at 4
+  assert out[0]['seeds'][0]['window_steps'] == [8000, 8500, 4]  # the fake scores its end at 4
   # The run scored again (its fid.json deleted): its window's slots are scored again with it.
   (tmp_path / 'synthesis_s0' / 'fid.json').unlink()
   again = FakeScripts(str(tmp_path))
   run(o, again, stages + [window])
   assert again.calls == [('evaluate_fid.py', 'synthesis_s0')] * 3
-  # An interrupted run's own save (step 5,100) pruned ckpt-5000: its slot scores 5,100; a run
+  # An interrupted run's own save (step 8,100) pruned ckpt-8000: its slot scores 5,100; a run
   # that kept only one checkpoint before its end fills the newest slot only.
   shutil.rmtree(tmp_path / 'window_s0')
   kept = tmp_path / 'synthesis_s0' / 'checkpoints'
-  (kept / 'ckpt-5000.index').unlink()
-  (kept / 'ckpt-5100.index').write_text('')
-  fake = FakeScripts(str(tmp_path), reach=6000)
+  (kept / 'ckpt-8000.index').unlink()
+  (kept / 'ckpt-8100.index').write_text('')
+  fake = FakeScripts(str(tmp_path), reach=9000)
   record = run(o, fake, stages + [window])['window_s0']
   assert [json.loads((tmp_path / 'window_s0' / f'synthesis_s0_w{i}.json').read_text())['step']
-          for i in (1, 2)] == [5100, 5500]
+          for i in (1, 2)] == [8100, 8500]
   assert [e['command'].split()[-3] for e in record['exits'][:2]] == [
-      '--checkpoint=synthesis_s0/checkpoints/ckpt-5100',
-      '--checkpoint=synthesis_s0/checkpoints/ckpt-5500']
+      '--checkpoint=synthesis_s0/checkpoints/ckpt-8100',
+      '--checkpoint=synthesis_s0/checkpoints/ckpt-8500']
   shutil.rmtree(tmp_path / 'window_s0')
-  (kept / 'ckpt-5100.index').unlink()
+  (kept / 'ckpt-8100.index').unlink()
   record = run(o, fake, stages + [window])['window_s0']
   assert record['exits'][0]['exit'] == 'not run: its run kept too few checkpoints before its end'
   assert sorted(record['result']) == ['window_s0/synthesis_s0_w2.json']
