@@ -101,6 +101,16 @@ def test_the_docs_quote_the_committed_report_as_its_json_has_it():
   edited = json.loads(json.dumps(report))
   edited['checks'][5]['verdict'] = 'holds (in 2 of the last 3 runs)'
   assert quote.block(edited) != expected
+  # each arm's length and plateau verdict, once the report has the rule's table
+  edited['plateau'] = [dict(arm='synthesis: Hat EBM', steps=[9000], mid=2.49, end=2.03,
+                            difference=-0.46, sd=0.41, verdict='no: still improving'),
+                       dict(arm='SN-GAN', steps=[], mid=None, end=None, difference=None,
+                            sd=None, verdict='not measured')]
+  lines = quote.block(edited)
+  assert lines[-5:-2] == [
+      '|---|---|---|---|---|---|',
+      '| synthesis: Hat EBM | 9,000 | 2.49 -> 2.03 | -0.46 | 0.41 | no: still improving |',
+      '| SN-GAN | – | – -> – | – | – | not measured |']
 
 
 def test_withdrawn_numbers_are_gone_from_the_user_pages():

@@ -74,7 +74,21 @@ def block(report):
                 f'[{check["low"]:+.2f}, {check["high"]:+.2f}]')
     lines.append(f'| {check["check"]} | {_number(check["mean"], 2)} | {interval} | '
                  f'{check.get("relative", "–")} | {check["verdict"]} |')
-  return lines + ['', END]
+  return lines + _plateau(report.get('plateau')) + ['', END]
+
+
+def _plateau(arms):
+  """Each arm's steps and the plateau rule's verdict (reports that predate the rule: none)."""
+  if not arms:
+    return []
+  lines = ['', '| arm | steps trained | FID at 2/3 -> end window, means over seeds | change | '
+           'sd | converged |', '|---|---|---|---|---|---|']
+  for a in arms:
+    change = '–' if a['difference'] is None else f'{a["difference"]:+.2f}'
+    steps = ', '.join(f'{s:,}' for s in a['steps']) or '–'
+    lines.append(f'| {a["arm"]} | {steps} | {_number(a["mid"], 2)} -> {_number(a["end"], 2)} | '
+                 f'{change} | {_number(a["sd"], 2)} | {a["verdict"]} |')
+  return lines
 
 
 def quoted(text):
