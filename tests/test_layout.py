@@ -18,7 +18,7 @@ LAYERS = (
      'reproduction.children', 'reproduction.plateau', 'reproduction.departures',
      'evaluation.result', 'keras_compat', 'tfgan_compat'),
     ('data', 'nets', 'workdir', 'outputs', 'tasks.base', 'reproduction.report',
-     'reproduction.tables', 'reproduction.quote'),
+     'reproduction.tables', 'reproduction.quote', 'reproduction.timing'),
     ('generators', 'trained_run', 'run_record', 'summaries', 'digits_eval', 'evaluation.features',
      'release_import', 'tasks.synthesis', 'tasks.joint', 'tasks.sngan', 'tasks.autoencoder'),
     ('actions', 'trainer', 'result_files'),

@@ -1,8 +1,7 @@
 """Embedded default: synthesis Hat EBM on the scikit-learn digits at 16x16, minutes on 2 CPU cores.
 
   python experiments/train_synthesis.py
-9,000 steps: the measured plateau on seeds 0-2 (FID 4.08 at 4,000, 2.49 at 6,000, 2.03 over
-8,000-9,000, means of 3 seeds; docs/reproduce.md).
+9,000 steps: the plateau measured on seeds 0-2 (docs/reproduce.md, Converged arms).
 Expected: the FID of X = G(Z) + Y below its generator G(Z)'s on every seed (digits classifier);
 the measured FIDs and cost: docs/digits_settings.md (Expected results and cost).
 Data noise 0.03 hides the bilinear upscaling grid the hat would learn, and a 1,000-entry bank keeps

@@ -1,0 +1,112 @@
+"""Where a reproduction's time went, from its report.json: the seconds of each stage (its training
+and its evaluations) per seed, each stage's share of the total, and the per-kind medians that the
+ETA table (eta.json) holds.
+
+  python -m tf_hat_ebm.reproduction.timing docs/reproduction/digits/report.json
+
+A stage that an earlier invocation began is marked: its seconds add up its attempts (runner.py),
+or are only the last run's ('seconds unknown'); such stages are left out of the medians, as the
+runner leaves them out of its pace. Pure Python.
+"""
+import json
+import statistics
+import sys
+
+from tf_hat_ebm.reproduction import report as report_lib
+
+TRAINED = ('synthesis', 'sngan', 'refinement', 'autoencoder', 'retrofit')
+# An evaluation with the baselines' chains (DDLS, the decoder) is priced on its own (stages.py).
+PRICED_ALONE = ('refinement', 'retrofit')
+
+
+def group(name):
+  """A stage's row: its name without the seed ('refinement_s1' -> 'refinement')."""
+  base, _, seed = name.rpartition('_s')
+  return base if base and seed.isdigit() else name
+
+
+def _script(command):
+  return command.split()[1].rsplit('/', 1)[-1] if len(command.split()) > 1 else ''
+
+
+def split(record):
+  """(training seconds or None, [evaluation seconds]) of a stage's record."""
+  exits = [e for e in record.get('exits', ()) if isinstance(e.get('seconds'), (int, float))]
+  if record.get('kind') in TRAINED and exits and _script(exits[0]['command']).startswith('train_'):
+    return exits[0]['seconds'], [e['seconds'] for e in exits[1:]]
+  return None, [e['seconds'] for e in exits]
+
+
+def medians(stages):
+  """{eta.json key: median seconds} over the stages that ran start to end in one invocation:
+  each trained kind's training, 'fid' (any scoring run without the baselines' chains),
+  'fid_refinement' / 'fid_retrofit' (their stage's first scoring, with them), and the seconds
+  of the other stages (ood, figures, calibration, release) whole."""
+  found = {}
+  for name, record in stages.items():
+    if record.get('resumed'):
+      continue
+    kind = record.get('kind')
+    train, evals = split(record)
+    if train is not None:
+      found.setdefault(kind, []).append(train)
+      commands = [e['command'] for e in record['exits'][1:]]
+      for command, seconds in zip(commands, evals):
+        priced = (kind in PRICED_ALONE and '--nobaselines' not in command
+                  and _script(command) == 'evaluate_fid.py')
+        found.setdefault(f'fid_{kind}' if priced else 'fid', []).append(seconds)
+    elif kind == 'window':
+      found.setdefault('fid', []).extend(evals)
+    elif kind:
+      found.setdefault(kind, []).append(record.get('seconds', sum(evals)))
+  return {k: round(statistics.median(v)) for k, v in sorted(found.items()) if v}
+
+
+def table(stages, seeds):
+  """Markdown lines: one row per stage (its seeds' 'training + evaluation' seconds) and its share
+  of the stages' total; resumed stages marked."""
+  rows, total = {}, sum(r.get('seconds', 0) for r in stages.values())
+  for name, record in stages.items():
+    rows.setdefault(group(name), {})[name] = record
+  lines = ['| stage | ' + ' | '.join(f'seed {s}' for s in seeds) + ' | share of the total |',
+           '|---|' + '---|' * len(seeds) + '---|']
+  marked = False
+  for row, records in rows.items():
+    cells = []
+    for seed in seeds:
+      record = records.get(f'{row}_s{seed}') or (records.get(row) if seed == seeds[0] else None)
+      if record is None:
+        cells.append('')
+        continue
+      train, evals = split(record)
+      cell = (f'{train:.0f}' + (f' + {sum(evals):.0f}' if evals else '') if train is not None
+              else f'{record.get("seconds", sum(evals)):.0f}')
+      if record.get('resumed'):
+        cell, marked = cell + ' *', True
+      cells.append(cell)
+    share = sum(r.get('seconds', 0) for r in records.values()) / total if total else 0
+    lines.append(f'| {row} | ' + ' | '.join(cells) + f' | {100 * share:.1f}% |')
+  lines += ['', f'Stages: {len(stages)}, {total:,.0f} s in all ({report_lib.hms(total)}).']
+  if marked:
+    lines.append('* begun by an earlier invocation: the seconds add up its attempts, an '
+                 'interrupted one ending at its log\'s last write ("seconds unknown" in its '
+                 'record: the last run\'s only).')
+  return lines
+
+
+def main(argv):
+  if len(argv) != 2:
+    sys.exit('usage: python -m tf_hat_ebm.reproduction.timing <report.json>')
+  try:
+    with open(argv[1]) as f:
+      report = json.load(f)
+    stages, seeds = report['stages'], report['seeds']
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    sys.exit(f'error: {argv[1]} is not a reproduction\'s report.json ({e})')
+  print('\n'.join(table(stages, seeds)))
+  print('\nMedians of the stages run start to end (eta.json\'s keys):')
+  print(json.dumps(medians(stages)))
+
+
+if __name__ == '__main__':
+  main(sys.argv)
