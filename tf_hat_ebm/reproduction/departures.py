@@ -36,8 +36,8 @@ REASONS = {
     # refinement
     ('digits_refine', 'training.num_steps'): (
         f'{CPU}; 3x the first default: FID 7.65 / 13.11 / 11.30 at 2,000 steps, 6.78 / 11.11 / '
-        '10.72 at 6,000 (seeds 0-2, guard silent); seed 0 resumed to 9,000 gains nothing (8.30 '
-        'at 6,000, 8.43 over 8,000-9,000)'),
+        '10.72 at 6,000 (seeds 0-2, guard silent); seeds 0 and 1 resumed to 9,000 gain '
+        'nothing (8.30 and 15.13 at 6,000, 8.43 and 16.08 over 8,000-9,000)'),
     ('digits_refine', 'training.batch_size'): CPU,
     ('digits_refine', 'langevin.step_size'): (
         'the paper\'s Langevin time at K = 20: 1e-4 x sqrt(250 / 20)'),
