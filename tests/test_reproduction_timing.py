@@ -57,3 +57,12 @@ def test_the_command_reads_a_report_and_refuses_anything_else(tmp_path):
   path.write_text('[1, 2]')
   bad = subprocess.run(run + [str(path)], capture_output=True, text=True)
   assert bad.returncode == 1 and bad.stderr.startswith('error: ') and bad.stderr.count('\n') == 1
+
+
+def test_an_untimed_exit_leaves_the_others_paired_with_their_commands():
+  record = stage('refinement', ('train_refinement.py', 600), ('evaluate_fid.py', 200))
+  record['exits'].insert(1, dict(command='python experiments/sample.py', exit='not run'))
+  record['exits'].append(dict(command='python experiments/evaluate_fid.py --nobaselines', exit=0,
+                              seconds=20))
+  assert timing.medians({'refinement_s0': record}) == dict(
+      refinement=600, fid_refinement=200, fid=20)

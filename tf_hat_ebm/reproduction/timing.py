@@ -30,11 +30,11 @@ def _script(command):
 
 
 def split(record):
-  """(training seconds or None, [evaluation seconds]) of a stage's record."""
+  """(the training's exit or None, [the other exits]) of a stage's record, timed exits only."""
   exits = [e for e in record.get('exits', ()) if isinstance(e.get('seconds'), (int, float))]
   if record.get('kind') in TRAINED and exits and _script(exits[0]['command']).startswith('train_'):
-    return exits[0]['seconds'], [e['seconds'] for e in exits[1:]]
-  return None, [e['seconds'] for e in exits]
+    return exits[0], exits[1:]
+  return None, exits
 
 
 def medians(stages):
@@ -49,16 +49,15 @@ def medians(stages):
     kind = record.get('kind')
     train, evals = split(record)
     if train is not None:
-      found.setdefault(kind, []).append(train)
-      commands = [e['command'] for e in record['exits'][1:]]
-      for command, seconds in zip(commands, evals):
-        priced = (kind in PRICED_ALONE and '--nobaselines' not in command
-                  and _script(command) == 'evaluate_fid.py')
-        found.setdefault(f'fid_{kind}' if priced else 'fid', []).append(seconds)
+      found.setdefault(kind, []).append(train['seconds'])
+      for e in evals:
+        priced = (kind in PRICED_ALONE and '--nobaselines' not in e['command']
+                  and _script(e['command']) == 'evaluate_fid.py')
+        found.setdefault(f'fid_{kind}' if priced else 'fid', []).append(e['seconds'])
     elif kind == 'window':
-      found.setdefault('fid', []).extend(evals)
+      found.setdefault('fid', []).extend(e['seconds'] for e in evals)
     elif kind:
-      found.setdefault(kind, []).append(record.get('seconds', sum(evals)))
+      found.setdefault(kind, []).append(record.get('seconds', sum(e['seconds'] for e in evals)))
   return {k: round(statistics.median(v)) for k, v in sorted(found.items()) if v}
 
 
@@ -79,8 +78,9 @@ def table(stages, seeds):
         cells.append('')
         continue
       train, evals = split(record)
-      cell = (f'{train:.0f}' + (f' + {sum(evals):.0f}' if evals else '') if train is not None
-              else f'{record.get("seconds", sum(evals)):.0f}')
+      spent = sum(e['seconds'] for e in evals)
+      cell = (f'{train["seconds"]:.0f}' + (f' + {spent:.0f}' if evals else '') if train
+              else f'{record.get("seconds", spent):.0f}')
       if record.get('resumed'):
         cell, marked = cell + ' *', True
       cells.append(cell)
