@@ -101,6 +101,11 @@ def test_the_docs_quote_the_committed_report_as_its_json_has_it():
   edited = json.loads(json.dumps(report))
   edited['checks'][5]['verdict'] = 'holds (in 2 of the last 3 runs)'
   assert quote.block(edited) != expected
+  # the floor at N as the calibration measured it, and how
+  edited['calibration'] = {'calibration': dict(num=1000, test_size=297, floor=dict(
+      mean=1.083, std=0.331, runs=120, method='extrapolated', pool=297))}
+  assert ('the floor, 1,000 held-out digits, scores 1.08 ± 0.33 (extrapolated from subsamples '
+          'of the 297 without replacement' in quote.block(edited)[2])
   # each arm's length and plateau verdict, once the report has the rule's table
   edited['plateau'] = [dict(arm='synthesis: Hat EBM', steps=[9000], mid=2.49, end=2.03,
                             difference=-0.46, sd=0.41, verdict='no: still improving'),

@@ -54,13 +54,28 @@ def _test_split(report):
   return ', '.join(f'{v:.2f}' for v in sorted(values)) or '–'
 
 
+def _floor(report):
+  """The FID's floor at the report's N as its calibration section has it (or where to find it)."""
+  cal = (report.get('calibration') or {}).get('calibration')
+  if not cal:
+    return 'the floor at N = 1,000 is in the report\'s calibration section'
+  floor, n = cal['floor'], cal['num']
+  pool = cal['test_size']
+  how = {'extrapolated': f'extrapolated from subsamples of the {pool} without replacement, the '
+                         'fit\'s standard error',
+         'measured': 'drawn without replacement'}
+  how = how.get(floor.get('method'), f'drawn with replacement from the {pool}')
+  return (f'the floor, {n:,} held-out digits, scores {floor["mean"]:.2f} ± {floor["std"]:.2f} '
+          f'({how}; the report\'s calibration section)')
+
+
 def block(report):
   """The lines the docs quote: each row's mean ± sd over seeds and per seed, and the checks."""
   seeds = ', '.join(map(str, report['seeds']))
   lines = [BEGIN, '', f'Seeds {seeds}; FID of 2 x 1,000 samples per seed (the digits '
            'classifier\'s features), mean ± sample std over seeds. The whole test split (297 '
-           f'digits) scores {_test_split(report)} against the train split; the floor at N = '
-           '1,000 is in the report\'s calibration section.', '',
+           f'digits) scores {_test_split(report)} against the train split; {_floor(report)}.',
+           '',
            '| | mean ± sd over seeds | per seed |', '|---|---|---|']
   for label, table, start, digits in ROWS:
     row = _row(report, table, start)
