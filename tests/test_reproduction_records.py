@@ -343,3 +343,44 @@ def test_figures_and_samples_of_an_earlier_pipeline_are_drawn_again(tmp_path):
   scripts = Scripts(str(tmp_path))
   run(o, scripts, stages)
   assert scripts.calls == []
+
+
+class CurvesScripts(Scripts):
+  """Scripts whose trainings draw their curves, as train.py does (a figure of the report)."""
+
+  def __call__(self, argv, log, env):
+    code = super().__call__(argv, log, env)
+    flags = dict(a[2:].split('=', 1) for a in argv[2:] if a.startswith('--') and '=' in a)
+    if os.path.basename(argv[1]).startswith('train_'):
+      with open(os.path.join(self.out, flags['workdir'], 'training_curves.png'), 'wb') as f:
+        f.write(b'\x89PNG\r\n\x1a\n curves of ' + flags['workdir'].encode())
+    return code
+
+
+def test_a_copy_of_a_finished_reproduction_rebuilds_its_report(tmp_path):
+  """`cp -a` (as rsync, tar, a backup's restore or a move across filesystems) gives every file a
+  new inode: the copy's figures are still reproduce.py's (by content) and its report rebuilds."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  out, copy = tmp_path / 'out', tmp_path / 'copy'
+  lines = []
+  say = lambda *a, **k: lines.append(a)  # noqa: E731
+  pipeline.reproduce(options(out, seeds=(0,), parts=('synthesis',), jobs='1'),
+                     run_command=CurvesScripts(str(out)), print_fn=say)
+  assert os.listdir(out / 'figures') == ['synthesis_s0_training_curves.png']
+  subprocess.run(['cp', '-a', str(out), str(copy)], check=True)
+  (copy / 'report.md').unlink()
+  again = CurvesScripts(str(copy))
+  records = pipeline.reproduce(options(copy, seeds=(0,), parts=('synthesis',), jobs='1'),
+                               run_command=again, print_fn=say)
+  assert again.calls == [] and 'synthesis_s0' in records
+  assert (copy / 'report.md').read_text() == (out / 'report.md').read_text().replace(
+      str(out), str(copy))
+  assert os.listdir(copy / 'figures') == ['synthesis_s0_training_curves.png']
+  # A garbled list of figures is named, the figures kept.
+  (copy / '.figures.json').write_text('{"files": ')
+  with pytest.raises(ValueError, match=r'copy/\.figures\.json, the list of its figures, is '
+                     r'unreadable \(.*\): no file in .*copy/figures is known to be reproduce'):
+    pipeline.collect_figures(str(copy), stages_lib.build(options(copy, seeds=(0,),
+                                                                 parts=('synthesis',))), 0)
+  assert (copy / 'figures' / 'synthesis_s0_training_curves.png').read_bytes().endswith(
+      b'curves of synthesis_s0')

@@ -20,7 +20,7 @@ from tf_hat_ebm.reproduction import stages as stages_lib
 
 MARKER = '.reproduce.json'
 LOCK = 'reproduce.lock'
-FIGURES_MANIFEST = '.figures.json'  # what reproduce.py wrote into figures/, lstat'd
+FIGURES_MANIFEST = '.figures.json'  # what reproduce.py wrote into figures/, by content
 # reproduce.py's own entries in --out besides the stages' directories.
 OWN = (MARKER, LOCK, 'report.md', 'report.json', 'figures', 'samples', 'tensorboard',
        'feature_cache', 'release_refinement', FIGURES_MANIFEST)
@@ -189,12 +189,34 @@ def check_figures_dir(out):
 
 
 def _read_figures_manifest(out):
+  """{name: identity} of the figures the manifest lists, and why it is unreadable (or None)."""
+  path = os.path.join(out, FIGURES_MANIFEST)
+  if not os.path.lexists(path):
+    return {}, None
   try:
-    with open(os.path.join(out, FIGURES_MANIFEST)) as f:
+    with open(path) as f:
       files = workdir_lib.parse_json(f.read())['files']
-    return {str(k): v for k, v in files.items() if '/' not in str(k)}
-  except (OSError, ValueError, KeyError, TypeError, AttributeError):
-    return {}  # none or garbled: nothing there is known to be reproduce.py's
+    return {str(k): v for k, v in files.items() if '/' not in str(k)}, None
+  except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+    # Nothing there is known to be reproduce.py's; the error that follows says why.
+    return {}, f'{path}, the list of its figures, is unreadable ({cli.one_line(e)})'
+
+
+def figure_identity(path):
+  """What a figure is, for the manifest: its content's sha256, which a copy (`cp -a`, rsync,
+  tar, a backup's restore, a move across filesystems) keeps and an inode does not. A link or a
+  directory is never one of reproduce.py's figures: it keeps its lstat, which no file matches."""
+  if os.path.islink(path) or not os.path.isfile(path):
+    return outputs.stat_of(path)
+  return ['sha256', runner_lib.file_sha256(path)]
+
+
+def own_figures(target, written):
+  """The listed figures still as reproduce.py wrote them (by content; a manifest of an earlier
+  version recorded lstat, still honoured where it matches)."""
+  return {n for n, recorded in written.items()
+          if recorded in (figure_identity(os.path.join(target, n)),
+                          outputs.stat_of(os.path.join(target, n)))}
 
 
 def collect_figures(out, stages, seed):
@@ -213,11 +235,14 @@ def collect_figures(out, stages, seed):
         shutil.copyfile(source, os.path.join(staging, name))
     historical_figure(out, seed, os.path.join(staging, 'historical_generator_update.png'))
     names = sorted(n for n in os.listdir(staging) if n.endswith('.png'))
-    written = _read_figures_manifest(out)
-    mine = {n for n, recorded in written.items()
-            if outputs.stat_of(os.path.join(target, n)) == recorded}
+    written, unreadable = _read_figures_manifest(out)
+    mine = own_figures(target, written)
     for name in names:
       if os.path.lexists(os.path.join(target, name)) and name not in mine:
+        if unreadable:
+          raise ValueError(f'{unreadable}: no file in {target} is known to be reproduce.py\'s; '
+                           'move that directory away, delete the list and rerun; the stages are '
+                           'done')
         raise ValueError(f'{os.path.join(target, name)} was not written by reproduce.py (or was '
                          'changed since): move it away and rerun; the stages are done')
     for name in names:  # renamed in: a new file, never written through the old one
@@ -226,7 +251,7 @@ def collect_figures(out, stages, seed):
       os.remove(os.path.join(target, name))
     if names or written:
       runner_lib.write_json(os.path.join(out, FIGURES_MANIFEST), dict(files={
-          n: outputs.stat_of(os.path.join(target, n)) for n in names}))
+          n: figure_identity(os.path.join(target, n)) for n in names}))
   finally:
     shutil.rmtree(staging, ignore_errors=True)
   return names
