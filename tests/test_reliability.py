@@ -302,7 +302,7 @@ def test_a_forged_commit_journal_deletes_nothing_of_the_users(tmp_path):
     journal.unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize('kill_at', range(6))
+@pytest.mark.parametrize('kill_at', range(8))
 def test_a_killed_commit_leaves_the_old_or_the_new_output(tmp_path, monkeypatch, kill_at):
   old, new = ['a.png', 'tensorboard/'], ['a.png', 'b.png', 'tensorboard/']
   owned(tmp_path, old, 'old')
@@ -330,7 +330,8 @@ def test_a_killed_commit_leaves_the_old_or_the_new_output(tmp_path, monkeypatch,
   names = sorted(n for n in os.listdir(tmp_path) if not n.startswith('.'))
   texts = {(tmp_path / n / 'events' if n == 'tensorboard' else tmp_path / n).read_text()
            for n in names if n != 'notes.txt'}
-  committed = kill_at >= 5  # 2 renames aside, 3 in (manifest written), journal removed
+  # the journal's rename in, 2 renames aside, 3 in, the manifest's rename in, journal removed
+  committed = kill_at >= 7
   assert names == (['a.png', 'b.png', 'notes.txt', 'tensorboard'] if committed else
                    ['a.png', 'notes.txt', 'tensorboard'])
   assert texts == {'new' if committed else 'old'}

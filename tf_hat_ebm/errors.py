@@ -9,6 +9,8 @@ import errno
 import logging
 import sys
 
+from tf_hat_ebm import files
+
 EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
 
@@ -36,6 +38,25 @@ def fail(message, code=1):
   logging.getLogger('tensorflow').setLevel(logging.ERROR)
   print(f'error: {message}', file=sys.stderr, flush=True)
   sys.exit(code)
+
+
+# TensorFlow's file systems name the system's error only in their message.
+_TF_DISK_ERRORS = (('No space left', errno.ENOSPC), ('quota exceeded', errno.EDQUOT),
+                   ('Disk quota', errno.EDQUOT), ('File too large', errno.EFBIG),
+                   ('Read-only file system', errno.EROFS))
+
+
+def disk_line(error):
+  """The one line of a write that a full, size-limited or read-only filesystem refused (the
+  path and what to do), or None for any other error."""
+  number = getattr(error, 'errno', None) if isinstance(error, OSError) else None
+  if number is None and not isinstance(error, OSError) and hasattr(error, 'message'):
+    number = next((n for text, n in _TF_DISK_ERRORS if text in str(error)), None)
+  if number not in files.FULL + files.READ_ONLY:
+    return None
+  if isinstance(error, OSError) and error.filename:
+    return files.cannot_write(error.filename, error)
+  return f'{one_line(error)}; {files.what_to_do(OSError(number, ""))}'
 
 
 def _resource_advice(error, memory_flags):
@@ -68,6 +89,8 @@ def main_guard(fn, interrupted=None, memory_flags=()):
   except KeyboardInterrupt as e:
     fail(interrupted() if interrupted else str(e) or 'interrupted', EXIT_INTERRUPTED)
   except Exception as e:  # pylint: disable=broad-except
+    if disk_line(e):
+      fail(disk_line(e))
     advice = _resource_advice(e, memory_flags)
     if advice is None:
       raise

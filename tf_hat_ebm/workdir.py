@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
 from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import files
 from tf_hat_ebm import registry
 from tf_hat_ebm import validation
 
@@ -288,8 +289,14 @@ def parse_json(text):
 
 
 def write_atomic(path, content):
-  """Writes `content` (str or bytes) to `path` through path.tmp and a rename: a reader never sees
-  a half-written file, and a failed write leaves the old one."""
+  """Writes `content` (str or bytes) to `path` through a temporary file and a rename: a reader
+  never sees a half-written file, and a failed write leaves the old one (files.write_atomic; an
+  object store's through path.tmp). A full or read-only disk is a one-line PermissionError."""
+  if '://' not in path:
+    try:
+      return files.write_atomic(path, content)
+    except OSError as e:
+      raise PermissionError(files.cannot_write(path, e)) from None
   with tf.io.gfile.GFile(path + '.tmp', 'wb' if isinstance(content, bytes) else 'w') as f:
     f.write(content)
   tf.io.gfile.rename(path + '.tmp', path, overwrite=True)

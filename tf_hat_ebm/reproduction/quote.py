@@ -3,12 +3,15 @@
 README.md, docs/results.md and docs/reproduce.md hold a block between BEGIN and END that is
 `block(report)` for the committed docs/reproduction/digits/report.json; tests/test_docs.py fails
 when a page's block differs, and `python -m tf_hat_ebm.reproduction.quote` rewrites the blocks
-after a new report is committed. Pure Python.
+after a new report is committed: every page is built in memory and checked first, and all are
+written atomically or none (a failure leaves every page byte for byte as it was). Pure Python.
 """
 import json
 import os
 import sys
 
+from tf_hat_ebm import errors
+from tf_hat_ebm import files
 from tf_hat_ebm.evaluation import result as result_lib
 
 BEGIN = '<!-- numbers of docs/reproduction/digits/report.json (quote.py) -->'
@@ -114,25 +117,74 @@ def quoted(text):
   return lines[lines.index(BEGIN):lines.index(END) + 1]
 
 
-def rewrite(text, report):
-  """The page's text with its block replaced by block(report)."""
+def check_markers(text, page):
+  """A page holds BEGIN once and END once after it, else a ValueError naming the page."""
+  lines = text.splitlines()
+  counts = {marker: lines.count(marker) for marker in (BEGIN, END)}
+  if counts != {BEGIN: 1, END: 1}:
+    raise ValueError(f'{page} holds its BEGIN marker {counts[BEGIN]} and its END marker '
+                     f'{counts[END]} times, not once each ({BEGIN} ... {END})')
+  if lines.index(END) < lines.index(BEGIN):
+    raise ValueError(f'{page}: its END marker ({END}) is above its BEGIN marker: put it back '
+                     'below the block')
+
+
+def rewrite(text, report, page='the page'):
+  """The page's text with its block replaced by block(report), checked: its markers in order,
+  and the new text quoting exactly block(report)."""
+  check_markers(text, page)
   lines = text.splitlines()
   start, end = lines.index(BEGIN), lines.index(END)
-  return '\n'.join(lines[:start] + block(report) + lines[end + 1:]) + '\n'
+  quote = block(report)
+  new = '\n'.join(lines[:start] + quote + lines[end + 1:]) + '\n'
+  if quoted(new) != quote:  # never a page that does not hold exactly the quote
+    raise ValueError(f'{page}: the rewritten page does not hold the quote as built')
+  return new
+
+
+def read_report(root):
+  path = os.path.join(root, REPORT)
+  try:
+    with open(path) as f:
+      return json.load(f)
+  except (OSError, ValueError, RecursionError) as e:
+    raise ValueError(f'{REPORT} is unreadable ({errors.one_line(e)})') from None
+
+
+def build_pages(root='.'):
+  """{path: new text} of every page, each built in memory and checked; a ValueError naming the
+  page or the report's missing row before anything is written."""
+  report = read_report(root)
+  pages = {}
+  for page in PAGES:
+    path = os.path.join(root, page)
+    try:
+      with open(path) as f:
+        text = f.read()
+    except OSError as e:
+      raise ValueError(f'cannot read {page}: {e.strerror or e}') from None
+    try:
+      pages[path] = rewrite(text, report, page)
+    except KeyError as e:  # _row's: the report lacks a row the docs quote
+      raise ValueError(f'{e.args[0]} (a row the docs quote)') from None
+    except (AttributeError, TypeError, ValueError, IndexError) as e:
+      if isinstance(e, ValueError) and page in str(e):
+        raise
+      raise ValueError(f'{REPORT} is not a report the docs can quote ({errors.one_line(e)})'
+                       ) from None
+  return pages
 
 
 def main(root='.'):
-  """Rewrites every page's block from the committed report.json."""
-  with open(os.path.join(root, REPORT)) as f:
-    report = json.load(f)
+  """Rewrites every page's block from the committed report.json: all pages or none."""
+  try:
+    pages = build_pages(root)
+    files.write_all_atomic(pages)
+  except ValueError as e:
+    sys.exit(f'error: {e}; no page written')
+  except OSError as e:
+    sys.exit(f'error: {files.cannot_write(e.filename or root, e)}; every page left as it was')
   for page in PAGES:
-    path = os.path.join(root, page)
-    with open(path) as f:
-      text = f.read()
-    if quoted(text) is None:
-      sys.exit(f'error: {page} has no block between {BEGIN} and {END}')
-    with open(path, 'w') as f:
-      f.write(rewrite(text, report))
     print(f'{page}: the numbers of {REPORT}')
 
 
