@@ -107,15 +107,34 @@ def test_the_docs_quote_the_committed_report_as_its_json_has_it():
   assert ('the floor, 1,000 held-out digits, scores 1.08 ± 0.33 (extrapolated from subsamples '
           'of the 297 without replacement' in quote.block(edited)[2])
   # each arm's length and plateau verdict, once the report has the rule's table
-  edited['plateau'] = [dict(arm='synthesis: Hat EBM', steps=[9000], mid=2.49, end=2.03,
-                            difference=-0.46, sd=0.41, verdict='no: still improving'),
+  edited['plateau'] = [dict(arm='synthesis: Hat EBM', steps=[9000], checkpoints=5, mid=2.49,
+                            end=2.03, difference=-0.46, low=-0.8, high=-0.12, scatter=0.2,
+                            eval_sd=0.3, verdict='no: still improving (seeds 0, 2)'),
                        dict(arm='SN-GAN', steps=[], mid=None, end=None, difference=None,
-                            sd=None, verdict='not measured')]
+                            scatter=None, eval_sd=None, verdict='not measured')]
   lines = quote.block(edited)
   assert lines[-5:-2] == [
-      '|---|---|---|---|---|---|',
-      '| synthesis: Hat EBM | 9,000 | 2.49 -> 2.03 | -0.46 | 0.41 | no: still improving |',
-      '| SN-GAN | – | – -> – | – | – | not measured |']
+      '|---|---|---|---|---|---|---|',
+      '| synthesis: Hat EBM | 9,000 | 5 | 2.49 -> 2.03 | -0.46 [-0.80, -0.12] | 0.20 / 0.30 | '
+      'no: still improving (seeds 0, 2) |',
+      '| SN-GAN | – | – | – -> – | – | – / – | not measured |']
+
+
+def test_the_committed_report_is_what_todays_tables_make_of_its_records():
+  """docs/reproduction/digits/report.md and report.json are report.rebuild of the committed
+  report.json (`python -m tf_hat_ebm.reproduction.report` rewrites both): a rule or table changed
+  since is a failure until they are rebuilt."""
+  from tf_hat_ebm.reproduction import report as report_lib  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(REPO, quote.REPORT)) as f:
+    data = json.load(f)
+  markdown, rebuilt = report_lib.rebuild(data)
+  assert json.loads(json.dumps(rebuilt)) == data, (
+      'report.json: rerun tf_hat_ebm.reproduction.report')
+  assert markdown == _text(os.path.join(REPO, os.path.dirname(quote.REPORT), 'report.md'),
+                           code=True), 'report.md: rerun tf_hat_ebm.reproduction.report'
+  edited = json.loads(json.dumps(data))
+  edited['stages']['coop_bn_s1']['result']['values']['fid']['hat_ebm'] = [12.0, 12.0]
+  assert report_lib.rebuild(edited)[0] != markdown
 
 
 def test_withdrawn_numbers_are_gone_from_the_user_pages():

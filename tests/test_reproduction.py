@@ -39,12 +39,17 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   window = by_name(stages)['window_s0']
   assert window.after == ('synthesis_s0', 'sngan_s0', 'refinement_s0', 'retrofit_s0',
                           'current_s0', 'coop_bn_s0', 'noresidual_s0')
-  assert window.outputs[:2] == ['window_s0/synthesis_s0_w1.json', 'window_s0/synthesis_s0_w2.json']
+  # Enough kept for the rule's 5 checkpoints in the last third (2/3, three kept, the end), each
+  # scored on latents of its own (--seed=its step).
+  assert window.outputs[:3] == ['window_s0/synthesis_s0_w1.json', 'window_s0/synthesis_s0_w2.json',
+                                'window_s0/synthesis_s0_w3.json']
+  assert by_name(stages)['synthesis_s0'].overrides['training.keep_checkpoints'] == 4
   assert window.command_lines()[0].endswith(
-      '--checkpoint=synthesis_s0/checkpoints/ckpt-8000 --output=window_s0/synthesis_s0_w1.json '
-      '--nobaselines')
-  assert '--checkpoint=retrofit_s0/checkpoints/ckpt-2200' in window.command_lines()[7] and not any(
-      c[-1] == '--nobaselines' for c in window.commands if '--workdir=sngan_s0' in c)
+      '--checkpoint=synthesis_s0/checkpoints/ckpt-7500 --output=window_s0/synthesis_s0_w1.json '
+      '--seed=7500 --nobaselines')
+  assert ('--checkpoint=retrofit_s0/checkpoints/ckpt-2200' in window.command_lines()[11]
+          and not any(c[-1] == '--nobaselines' for c in window.commands
+                      if '--workdir=sngan_s0' in c))
   assert window.keep_going and window.inputs[0] == 'synthesis_s0/fid.json'
   assert names[-2:] == ['figures', 'calibration']
   assert set(stages[-2].after) == set(names[:-2]) and stages[-1].after == ('figures',)
@@ -68,11 +73,12 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   # the plateau rule's checkpoint at 2/3 of training: archived, scored after the end's FID
   assert s['synthesis_s0'].overrides['training.archive_every'] == 6000
   assert s['sngan_s0'].overrides['training.archive_every'] == 1600  # on the 25-step loop grid
-  assert s['retrofit_s1'].command_lines()[0].endswith('--config.training.archive_every=1600')
+  assert s['retrofit_s1'].command_lines()[0].endswith(
+      '--config.training.archive_every=1600 --config.training.keep_checkpoints=4')
   assert s['synthesis_s0'].command_lines()[2] == (
       'python experiments/evaluate_fid.py --workdir=synthesis_s0 --num_samples=1000 --runs=2 '
       '--feature_cache_dir=feature_cache --checkpoint=synthesis_s0/checkpoints/archive/ckpt-6000 '
-      '--output=synthesis_s0/fid_plateau.json --nobaselines')
+      '--output=synthesis_s0/fid_plateau.json --seed=6000 --nobaselines')
   assert s['refinement_s0'].outputs == [None, 'refinement_s0/fid.json',
                                         'refinement_s0/fid_plateau.json']
   assert '--nobaselines' not in s['sngan_s0'].commands[2]  # its one row is the generator
@@ -367,43 +373,48 @@ def test_the_window_stage_scores_kept_checkpoints_and_excuses_a_stopped_run(tmp_
       return 1
     return fake(argv, log, env)
   run(o, fake, stages[:1])
-  for step in (8000, 8500, 9000):  # the checkpoints a finished 9,000-step run keeps
+  for step in (7500, 8000, 8500, 9000):  # the checkpoints a finished 9,000-step run keeps
     (tmp_path / 'synthesis_s0' / 'checkpoints' / f'ckpt-{step}.index').write_text('')
   records = run(o, no_kept_checkpoint, stages + [window])
   record = records['window_s0']
   assert sorted(record['result']) == ['window_s0/synthesis_s0_w1.json',
-                                      'window_s0/synthesis_s0_w2.json']
+                                      'window_s0/synthesis_s0_w2.json',
+                                      'window_s0/synthesis_s0_w3.json']
   # the stopped run kept no checkpoint between 2/3 and its end: nothing of it to score
-  assert [e['exit'] for e in record['exits'][2:]] == [
-      'not run: its run kept too few checkpoints before its end'] * 2
+  assert [e['exit'] for e in record['exits'][3:]] == [
+      'not run: its run kept too few checkpoints before its end'] * 3
   assert sorted(record['files']) == [  # its inputs: a rerun arm's new FID redoes the window
       'current_s0/fid.json', 'synthesis_s0/fid.json', 'window_s0/synthesis_s0_w1.json',
-      'window_s0/synthesis_s0_w2.json']
+      'window_s0/synthesis_s0_w2.json', 'window_s0/synthesis_s0_w3.json']
   _, out = report_lib.tables.plateau_table(records, [0])
-  assert out[0]['seeds'][0]['window_steps'] == [8000, 8500, 4]  # the fake scores its end at 4
+  # the 2/3 checkpoint, the window's, the end (the fake scores it at 4)
+  assert out[0]['seeds'][0]['window_steps'] == [6000, 7500, 8000, 8500, 4]
   # The run scored again (its fid.json deleted): its window's slots are scored again with it.
   (tmp_path / 'synthesis_s0' / 'fid.json').unlink()
   again = FakeScripts(str(tmp_path))
   run(o, again, stages + [window])
-  assert again.calls == [('evaluate_fid.py', 'synthesis_s0')] * 3
-  # An interrupted run's own save (step 8,100) pruned ckpt-8000: its slot scores 5,100; a run
-  # that kept only one checkpoint before its end fills the newest slot only.
+  assert again.calls == [('evaluate_fid.py', 'synthesis_s0')] * 4
+  # An interrupted run's own save (step 8,100) pruned ckpt-7500 and 8000: the newest slots score
+  # 8,100 and 8,500, the oldest none; a run that kept only one checkpoint before its end fills
+  # the newest slot only.
   shutil.rmtree(tmp_path / 'window_s0')
   kept = tmp_path / 'synthesis_s0' / 'checkpoints'
+  (kept / 'ckpt-7500.index').unlink()
   (kept / 'ckpt-8000.index').unlink()
   (kept / 'ckpt-8100.index').write_text('')
   fake = FakeScripts(str(tmp_path), reach=9000)
   record = run(o, fake, stages + [window])['window_s0']
   assert [json.loads((tmp_path / 'window_s0' / f'synthesis_s0_w{i}.json').read_text())['step']
-          for i in (1, 2)] == [8100, 8500]
-  assert [e['command'].split()[-3] for e in record['exits'][:2]] == [
+          for i in (2, 3)] == [8100, 8500]
+  assert [e['command'].split()[-4] for e in record['exits'][1:3]] == [
       '--checkpoint=synthesis_s0/checkpoints/ckpt-8100',
       '--checkpoint=synthesis_s0/checkpoints/ckpt-8500']
   shutil.rmtree(tmp_path / 'window_s0')
   (kept / 'ckpt-8100.index').unlink()
   record = run(o, fake, stages + [window])['window_s0']
-  assert record['exits'][0]['exit'] == 'not run: its run kept too few checkpoints before its end'
-  assert sorted(record['result']) == ['window_s0/synthesis_s0_w2.json']
+  assert [e['exit'] for e in record['exits'][:2]] == [
+      'not run: its run kept too few checkpoints before its end'] * 2
+  assert sorted(record['result']) == ['window_s0/synthesis_s0_w3.json']
   # A run that is not stopped failing its window's scoring fails the stage.
   shutil.rmtree(tmp_path / 'window_s0')
   broken = FakeScripts(str(tmp_path), codes={('evaluate_fid.py', 'synthesis_s0'): 1})

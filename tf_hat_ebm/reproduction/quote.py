@@ -99,13 +99,18 @@ def _plateau(arms):
   """Each arm's steps and the plateau rule's verdict (reports that predate the rule: none)."""
   if not arms:
     return []
-  lines = ['', '| arm | steps trained | FID at 2/3 -> end window, means over seeds | change | '
-           'sd | converged |', '|---|---|---|---|---|---|']
+  lines = ['', '| arm | steps trained | checkpoints in the last third | FID at 2/3 -> end, means '
+           'over seeds | change over the third [95% interval] | scatter / eval sd | converged |',
+           '|---|---|---|---|---|---|---|']
   for a in arms:
     change = '–' if a['difference'] is None else f'{a["difference"]:+.2f}'
+    if a.get('low') is not None:
+      change += f' [{a["low"]:+.2f}, {a["high"]:+.2f}]'
     steps = ', '.join(f'{s:,}' for s in a['steps']) or '–'
-    lines.append(f'| {a["arm"]} | {steps} | {_number(a["mid"], 2)} -> {_number(a["end"], 2)} | '
-                 f'{change} | {_number(a["sd"], 2)} | {a["verdict"]} |')
+    lines.append(f'| {a["arm"]} | {steps} | {a.get("checkpoints", "–")} | '
+                 f'{_number(a["mid"], 2)} -> {_number(a["end"], 2)} | {change} | '
+                 f'{_number(a.get("scatter"), 2)} / {_number(a.get("eval_sd"), 2)} | '
+                 f'{a["verdict"]} |')
   return lines
 
 

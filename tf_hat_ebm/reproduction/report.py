@@ -5,6 +5,10 @@ Pure functions: records (the stages' done.json contents) in, (markdown, data) ou
 and their statistics are tables.py's and statistics.py's (mean ± sample std over seeds, the
 evaluation std over FID runs, paired 95% intervals); the paper's numbers are paper.py's.
 """
+import json
+import os
+import sys
+
 from tf_hat_ebm.reproduction import departures
 from tf_hat_ebm.reproduction import stages as stages_lib
 from tf_hat_ebm.reproduction import tables
@@ -159,3 +163,40 @@ def build_report(records, options, figures=(), configs=None, previous=()):
   lines += command_lines(records)
   data.update(figures=list(figures), stages=records)
   return '\n'.join(lines), data
+
+
+def rebuild(data, previous=()):
+  """(markdown, data) of a report.json rebuilt by today's tables and rules from what it recorded:
+  its stages' records, its figures, and its runs' settings (the settings table's 'ours')."""
+  options = stages_lib.Options(
+      out='.', scale=data['scale'], seeds=tuple(data['seeds']), size=data.get('size'),
+      precision=None if data.get('precision') == 'config' else data.get('precision'),
+      release_sngan='published' if data.get('sngan') == 'published' else None)
+  configs = {}
+  for row in data.get('settings', ()):
+    node = configs.setdefault(row['config'], {})
+    *parents, leaf = row['field'].split('.')
+    for key in parents:
+      node = node.setdefault(key, {})
+    node[leaf] = tuple(row['ours']) if isinstance(row['ours'], list) else row['ours']
+  return build_report(data['stages'], options, data.get('figures', ()), configs, previous)
+
+
+def main(directory=os.path.join('docs', 'reproduction', 'digits')):
+  """Rewrites <directory>/report.md and report.json from its report.json (rebuild)."""
+  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm import workdir as workdir_lib  # TensorFlow's file API: only for the writing
+  path = os.path.join(directory, 'report.json')
+  try:
+    with open(path) as f:
+      data = json.load(f)
+    markdown, rebuilt = rebuild(data)
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    sys.exit(f'error: {path} is not a report.json this version can rebuild ({e})')
+  workdir_lib.write_atomic(os.path.join(directory, 'report.md'), markdown)
+  workdir_lib.write_atomic(path, json.dumps(rebuilt, indent=2, allow_nan=False))
+  print(f'{directory}: report.md and report.json rebuilt from its report.json')
+
+
+if __name__ == '__main__':
+  main(*sys.argv[1:2])

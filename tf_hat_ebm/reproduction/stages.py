@@ -225,10 +225,13 @@ class _Builder:
       t = resolved_config(stage).training
       step = plateau.checkpoint_step(t.num_steps, t.get('steps_per_loop', 1))
       overrides['training.archive_every'] = step
+      # enough kept checkpoints for the rule's end window (window_steps)
+      overrides['training.keep_checkpoints'] = max(int(t.get('keep_checkpoints', 1)),
+                                                   plateau.MIN_CHECKPOINTS - 1)
       stage.commands.append(fid + ([] if baselines else ['--nobaselines']))
       stage.outputs.append(f'{name}/fid.json')
       stage.commands.append(fid + [f'--checkpoint={name}/checkpoints/archive/ckpt-{step}',
-                                   f'--output={name}/{PLATEAU_FID}']
+                                   f'--output={name}/{PLATEAU_FID}', f'--seed={step}']
                             + ([] if kind == 'sngan' else ['--nobaselines']))
       stage.outputs.append(f'{name}/{PLATEAU_FID}')
     stage.commands.insert(0, self.train_command(kind, config, name, overrides))
@@ -311,7 +314,9 @@ class _Builder:
   def window(self, seed):
     """The plateau rule's end window of each scored run of `seed`: the checkpoints it keeps
     before its last, scored as its 2/3 checkpoint is, so the rule weighs how the FID scatters
-    from checkpoint to checkpoint, not only between sample sets (plateau.py)."""
+    from checkpoint to checkpoint, not only between sample sets (plateau.py). Each checkpoint's
+    sample sets draw latents of their own (--seed=its step): the evaluation sd is then the noise
+    between checkpoints too, not only between the sets of one."""
     name, cmds, outputs, runs = f'window_s{seed}', [], [], []
     for st in self.stages:
       if st.result != 'fid' or st.kind not in TRAINED or not st.name.endswith(f'_s{seed}'):
@@ -321,7 +326,7 @@ class _Builder:
         outputs.append(f'{name}/{st.name}_w{slot}.json')
         cmds.append(['python', 'experiments/evaluate_fid.py', f'--workdir={st.name}'] + self.fid
                     + [f'--checkpoint={st.name}/checkpoints/ckpt-{step}',
-                       f'--output={outputs[-1]}']
+                       f'--output={outputs[-1]}', f'--seed={step}']
                     + ([] if st.kind == 'sngan' else ['--nobaselines']))
       runs += [st.name] if steps else []
     if cmds:  # a run the guard stopped may have kept none of them: its scoring is excused

@@ -301,9 +301,7 @@ ABLATIONS = (('historical bank (the paper)', 'synthesis', ()),
              ('refinement without the residual, U(z) = H(G(z))', 'noresidual', ('noresidual',)))
 
 
-# A seed's FID above this is a collapse, not a worse model: ~6x the FID of held-out digits missing
-# a whole class (13-16 at N = 1,000), and the range of a decoder fed latents it never saw (~200).
-COLLAPSE_FID = 100.0
+COLLAPSE_FID = plateau.COLLAPSE_FID  # a seed's FID above it is a collapse
 
 
 def per_seed_cell(values, seeds, ran_away=None):
@@ -473,6 +471,15 @@ def end_window(records, seed, name, key):
   return sorted((r.step, r.sets('fid', key)) for r in found if r and r.step is not None)
 
 
+def change_cell(summary):
+  """'-0.22 [-0.93, +0.49]': the change with its interval ('–' where not measured)."""
+  if summary['difference'] is None:
+    return DASH
+  interval = ('' if summary.get('low') is None else
+              f' [{summary["low"]:+.2f}, {summary["high"]:+.2f}]')
+  return f'{summary["difference"]:+.2f}{interval}'
+
+
 def plateau_table(records, seeds):
   """Per arm: the steps trained, the plateau rule's numbers over its seeds and whether it
   converged (plateau.py); arms without a stage are left out."""
@@ -499,19 +506,21 @@ def plateau_table(records, seeds):
     trained = ', '.join(f'{s:,}' for s in sorted(s for s in steps if s is not None)) or DASH
     mids = sorted({r['mid_step'] for r in per_seed if r['mid_step'] is not None})
     rows.append([label, trained, ', '.join(f'{s:,}' for s in mids) or DASH,
-                 number(summary['mid']), number(summary['end']),
-                 DASH if summary['difference'] is None else f'{summary["difference"]:+.2f}',
-                 number(summary['scatter']), number(summary['eval_sd']), summary['verdict']])
+                 str(summary['checkpoints']), number(summary['mid']), number(summary['end']),
+                 change_cell(summary), number(summary['scatter']), number(summary['eval_sd']),
+                 summary['verdict']])
     out.append(dict(arm=label, stages=f'{prefix}_s*', steps=sorted(s for s in steps if s),
                     seeds=per_seed, **summary))
   lines = ['## Trained to a plateau?', '',
-           f'Rule, per seed: {plateau.RULE}; an arm is converged when its mean change over the '
-           'seeds is below their mean sd and no seed ran away (a run at its plateau passes alone '
-           'about 1 time in 2, the mean of 3 such seeds about 4 in 5). A run the '
-           'runaway guard stopped is scored at its last healthy checkpoint, labelled. Means over '
-           'the seeds the rule measured; "checkpoint sd" is the end window\'s scatter.', '']
-  lines += markdown(['arm', 'steps trained', 'checkpoint at 2/3', 'FID at 2/3', 'FID, end window',
-                     'change', 'checkpoint sd', 'eval sd', 'converged'], rows) if rows else [
+           f'Rule, per seed: {plateau.RULE}. Per arm: a seed that collapsed, swung (unstable) or '
+           'ran away keeps the arm from "yes" and is named; otherwise the arm\'s change is the '
+           'mean of its seeds\' changes, its interval from theirs, read against the same band. '
+           'A run the runaway guard stopped is scored at its last healthy checkpoint, labelled. '
+           'Means over the seeds the rule scored; "scatter": about the trend, "eval sd": of one '
+           'sample set\'s FID.', '']
+  lines += markdown(['arm', 'steps trained', 'checkpoint at 2/3', 'checkpoints in the last third',
+                     'FID at 2/3', 'FID at the end', 'change over the third [95% interval]',
+                     'scatter', 'eval sd', 'converged'], rows) if rows else [
                          'No training stage ran.']
   if rows and all(r[2] == DASH for r in rows):
     lines += ['', 'No run scored its checkpoint at 2/3 of training (the reproduction that made '
