@@ -1,8 +1,11 @@
 """Where a reproduction's time went (reproduction/timing.py): per stage and seed, shares, and the
 ETA table's medians from the stages that ran start to end. Pure Python, made-up records."""
 import json
+import re
 import subprocess
 import sys
+
+import pytest
 
 from tf_hat_ebm.reproduction import timing
 
@@ -66,3 +69,38 @@ def test_an_untimed_exit_leaves_the_others_paired_with_their_commands():
                               seconds=20))
   assert timing.medians({'refinement_s0': record}) == dict(
       refinement=600, fid_refinement=200, fid=20)
+
+
+def edited(**changes):
+  stages = json.loads(json.dumps(STAGES))
+  for field, value in changes.items():
+    name, _, key = field.partition('.')
+    if key:
+      stages[name][key] = value
+    else:
+      stages[name] = value
+  return stages
+
+
+@pytest.mark.parametrize('report, field', [
+    (dict(seeds=[0, 1], stages=list(STAGES.values())), 'field stages is \\[{'),
+    (dict(seeds=[0, 1], stages=edited(figures=None)), 'field stages.figures is null, not a stage'),
+    (dict(seeds=[0, 1], stages=edited(**{'figures.seconds': '12'})),
+     'field stages.figures.seconds is "12", not a number of seconds'),
+    (dict(seeds=[0, 1], stages=edited(**{'figures.seconds': float('nan')})),
+     'field stages.figures.seconds is nan, not a number of seconds'),
+    (dict(seeds=[0, 1], stages=edited(**{'figures.exits': [dict(command='python x.py',
+                                                                seconds='3')]})),
+     'field stages.figures.exits.0.seconds is "3"'),
+    (dict(seeds=0, stages=STAGES), 'field seeds is 0, not a list of seeds'),
+    (dict(seeds=[], stages=STAGES), 'field seeds is \\[\\], not a list of seeds'),
+    ('[' * 100000 + ']' * 100000, 'nested too deeply to be read')])
+def test_a_malformed_report_is_one_line_naming_the_field(tmp_path, report, field):
+  path = tmp_path / 'report.json'
+  path.write_text(report if isinstance(report, str) else json.dumps(report))
+  with pytest.raises(SystemExit) as exit_info:  # a str: exit status 1, printed on stderr
+    timing.main(['timing', str(path)])
+  line = exit_info.value.code
+  assert isinstance(line, str) and '\n' not in line
+  assert re.match(f"error: {re.escape(str(path))} is not a reproduction's report.json \\(.*"
+                  f"{field}", line), line

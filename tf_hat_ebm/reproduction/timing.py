@@ -6,9 +6,11 @@ ETA table (eta.json) holds.
 
 A stage that an earlier invocation began is marked: its seconds add up its attempts (runner.py),
 or are only the last run's ('seconds unknown'); such stages are left out of the medians, as the
-runner leaves them out of its pace. Pure Python.
+runner leaves them out of its pace. A report is checked whole before anything is computed: a
+malformed field is one line naming it. Pure Python.
 """
 import json
+import math
 import statistics
 import sys
 
@@ -94,14 +96,57 @@ def table(stages, seeds):
   return lines
 
 
+def _shown(value):
+  text = json.dumps(value) if not isinstance(value, float) else repr(value)
+  return text if len(text) <= 40 else text[:37] + '...'
+
+
+def _check_seconds(record, where):
+  """A record's `seconds`: absent or null (untimed), else a finite number >= 0."""
+  value = record.get('seconds')
+  if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                            or not math.isfinite(value) or value < 0):
+    raise ValueError(f'field {where}.seconds is {_shown(value)}, not a number of seconds')
+
+
+def check(report):
+  """The report's (stages, seeds), each field that timing reads checked; a ValueError naming the
+  first malformed one."""
+  if not isinstance(report, dict):
+    raise ValueError(f'it is {_shown(report)}, not a JSON object')
+  stages, seeds = report.get('stages'), report.get('seeds')
+  if not isinstance(stages, dict):
+    raise ValueError(f'field stages is {_shown(stages)}, not an object of stage records')
+  if not (isinstance(seeds, list) and seeds and all(
+      isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)):
+    raise ValueError(f'field seeds is {_shown(seeds)}, not a list of seeds')
+  for name, record in stages.items():
+    where = f'stages.{name}'
+    if not isinstance(record, dict):
+      raise ValueError(f'field {where} is {_shown(record)}, not a stage record')
+    _check_seconds(record, where)
+    if not isinstance(record.get('kind', ''), (str, type(None))):
+      raise ValueError(f'field {where}.kind is {_shown(record["kind"])}, not a stage kind')
+    exits = record.get('exits', [])
+    if not isinstance(exits, list):
+      raise ValueError(f'field {where}.exits is {_shown(exits)}, not a list of commands')
+    for i, e in enumerate(exits):
+      if not isinstance(e, dict) or not isinstance(e.get('command'), str):
+        raise ValueError(f'field {where}.exits.{i} is {_shown(e)}, not a command\'s exit')
+      _check_seconds(e, f'{where}.exits.{i}')
+  return stages, seeds
+
+
 def main(argv):
   if len(argv) != 2:
     sys.exit('usage: python -m tf_hat_ebm.reproduction.timing <report.json>')
   try:
     with open(argv[1]) as f:
-      report = json.load(f)
-    stages, seeds = report['stages'], report['seeds']
-  except (OSError, ValueError, KeyError, TypeError) as e:
+      stages, seeds = check(json.load(f))
+  except RecursionError:
+    sys.exit(f'error: {argv[1]} is not a reproduction\'s report.json (nested too deeply to be '
+             'read)')
+  except (OSError, ValueError) as e:
     sys.exit(f'error: {argv[1]} is not a reproduction\'s report.json ({e})')
   print('\n'.join(table(stages, seeds)))
   print('\nMedians of the stages run start to end (eta.json\'s keys):')
