@@ -91,6 +91,12 @@ CASES = {
     'path_chains_zero': ('sample.py', ['--workdir={w}', '--path_chains=0', '--output={t}/s'],
                          ['--path_chains=0']),
     'fid_runs_zero': ('evaluate_fid.py', ['--workdir={w}', '--runs=0'], ['--runs=0']),
+    # recall's k-NN manifold needs 4 samples: refused at the flags, not after the sampling
+    'fid_num_samples_two': ('evaluate_fid.py', ['--workdir={w}', '--num_samples=2'],
+                            ['--num_samples=2', 'at least 4 samples']),
+    'compare_fid_samples_three': ('compare_baselines.py', ['--workdir={w}', '--fid_samples=3',
+                                                           '--out={t}/c'],
+                                  ['--fid_samples=3', 'at least 4 samples']),
     'truncated_checkpoint': ('sample.py', ['--workdir={truncated}', '--output={t}/s'],
                              ['ckpt-2', 'truncated']),
     'garbled_state_file': ('export.py', ['--workdir={state}', '--output={t}/e'],

@@ -170,8 +170,9 @@ def _define_train(fv):
 def _define_fid(fv):
   _workdir_flags(fv)
   flags.DEFINE_integer('num_samples', None, 'Samples per run (default: 50,000 with Inception as '
-                       'in the paper, 5,000 with the classifier features).', lower_bound=2,
+                       'in the paper, 5,000 with the classifier features).', lower_bound=1,
                        upper_bound=10**6, flag_values=fv)
+  _metric_samples_check('num_samples', fv)
   flags.DEFINE_integer('runs', 3, 'Independent sample sets; each metric is reported as mean +- '
                        'std.', lower_bound=1, upper_bound=100, flag_values=fv)
   flags.DEFINE_integer('batch_size', 250, 'Sampling and feature batch size.', lower_bound=1,
@@ -190,6 +191,17 @@ def _define_fid(fv):
                       'e.g. the FID of an earlier --checkpoint beside the last one\'s.',
                       flag_values=fv)
   _run_flags(fv)
+
+
+def _metric_samples_check(name, fv, off=None):
+  """A sample count every metric can score (`off`: the value that scores none), checked with the
+  flags, before any work."""
+  least = validation.MIN_METRIC_SAMPLES
+  none = f' ({off}: none)' if off is not None else ''
+  flags.register_validator(
+      name, lambda v: v in (None, off) or v >= least, flag_values=fv,
+      message=f'needs at least {least} samples per set: recall\'s k-NN manifold (k = {least - 1})'
+              f' needs each sample and {least - 1} others{none}')
 
 
 def _cache_flag(fv):
@@ -247,6 +259,7 @@ def _define_compare(fv):
   flags.DEFINE_integer('fid_samples', 1000, 'Digits: samples per method and run for the '
                        'small-data FID (0: no FID).', lower_bound=0, upper_bound=10**6,
                        flag_values=fv)
+  _metric_samples_check('fid_samples', fv, off=0)
   flags.DEFINE_integer('fid_runs', 2, 'Digits: independent sample sets for the FID (mean +- '
                        'std).', lower_bound=1, upper_bound=100, flag_values=fv)
   flags.DEFINE_integer('batch_size', 250, 'Samples per chain batch.', lower_bound=1,

@@ -32,6 +32,9 @@ INITS = ('glorot', 'mimicry')
 GUARD_ACTIONS = ('auto', 'stop', 'rollback', 'warn', 'off')  # training.guard.action (guard.py)
 JIT_COMPILE_SETTINGS = ('auto', 'on', 'off')  # perf.jit_compile (perf.py)
 FEATURE_NETS = ('inception', 'classifier')  # the FID's features (--feature_net)
+# The fewest samples per set every metric can score: recall's k-NN manifold of the samples
+# (k = metrics.K_NEAREST = 3) needs each sample and 3 others (FID and KID need 2).
+MIN_METRIC_SAMPLES = 4
 # Sane upper bounds: far above any run the paper or the release made, far below what overflows
 # TensorFlow's int32 shapes or float32, or would run for days before the first line is printed.
 MAX_SEED = 2**31 - 1

@@ -46,6 +46,15 @@ class WorkdirLock:
   def __enter__(self):
     if '://' in self.path:
       return self
+    try:
+      return self._take()
+    except (WorkdirLockedError, PermissionError):
+      raise
+    except OSError as e:  # a read-only or full filesystem: the path and what to do
+      raise PermissionError(f'cannot take the lock {self.path}: {e.strerror or e}; '
+                            f'{files.what_to_do(e)}') from None
+
+  def _take(self):
     os.makedirs(os.path.dirname(self.path) or '.', exist_ok=True)
     mine = json.dumps(dict(pid=os.getpid(), host=socket.gethostname(),
                            start=process_start(os.getpid())))
@@ -73,8 +82,12 @@ class WorkdirLock:
       except PermissionError as e:
         raise PermissionError(f'cannot take the lock {self.path}: {e.strerror} (a read-only '
                               'directory?)') from None
-      with os.fdopen(fd, 'w') as f:
-        f.write(mine)
+      try:
+        with os.fdopen(fd, 'w') as f:
+          f.write(mine)
+      except OSError:  # a full disk: no empty lock left behind for the next run
+        os.remove(self.path)
+        raise
       self.held = True
       return self
     raise WorkdirLockedError(f'cannot take the lock {self.path}: it keeps reappearing')
