@@ -4,12 +4,16 @@ its message suggests works; a read-only or full filesystem is one line naming th
 to do, never a traceback."""
 import errno
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
 from tf_hat_ebm import workdir as workdir_lib
 
-from conftest import run_command
+from conftest import REPO, run_command
 from test_reliability import assert_one_line_error
 
 
@@ -63,3 +67,48 @@ def test_a_lock_whose_write_fills_the_disk_leaves_no_empty_lock(tmp_path, monkey
   with pytest.raises(PermissionError, match='No space left on device; out of disk space'):
     workdir_lib.WorkdirLock(str(tmp_path), name='.sample.lock').__enter__()
   assert os.listdir(tmp_path) == []
+
+
+def long_chain_workdir(trained_workdir, tmp_path, steps):
+  """A copy of the tiny trained run whose sampling chain is `steps` long (sampling.steps is no
+  structural field: the checkpoint loads as it is)."""
+  import json  # pylint: disable=g-import-not-at-top
+  import shutil  # pylint: disable=g-import-not-at-top
+  workdir = tmp_path / 'long_chain'
+  shutil.copytree(trained_workdir, workdir)
+  config = json.loads((workdir / 'config.json').read_text())
+  config['sampling']['steps'] = steps
+  (workdir / 'config.json').write_text(json.dumps(config, indent=2))
+  return workdir
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_mid_chain_stops_sample_within_seconds(trained_workdir, tmp_path, signum):
+  """The documented longest chain (10,000 steps): sample.py used to exit only when it ended."""
+  workdir = long_chain_workdir(trained_workdir, tmp_path, 10_000)
+  output = tmp_path / 'samples'
+  proc = subprocess.Popen(
+      [sys.executable, os.path.join(REPO, 'experiments', 'sample.py'), f'--workdir={workdir}',
+       f'--output={output}', '--num_samples=64', '--batch_size=64'], cwd=REPO,
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL='3'))
+  try:
+    for line in proc.stdout:  # the chain starts after this line
+      if line.startswith('drawing 64 samples'):
+        break
+    time.sleep(3)  # well inside the chain (traced, running)
+    assert proc.poll() is None, 'the chain ended before the signal: make it longer'
+    sent = time.monotonic()
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    seconds = time.monotonic() - sent
+  finally:
+    proc.kill()
+    proc.wait()
+  assert seconds < 5, seconds
+  assert proc.returncode == 130, err
+  lines = [line for line in err.strip().splitlines() if line.startswith('error: ')]
+  assert lines == ['error: interrupted'], err
+  # nothing half-written: the output holds no staging directory, lock nor part
+  assert not output.exists() or os.listdir(output) == []

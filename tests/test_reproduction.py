@@ -11,6 +11,7 @@ import ml_collections
 import pytest
 
 from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import interrupts
 from tf_hat_ebm.evaluation import result as result_lib
 from tf_hat_ebm.reproduction import pipeline
 from tf_hat_ebm.reproduction import report as report_lib
@@ -557,7 +558,7 @@ def test_sigterm_stops_the_running_child_and_leaves_the_stage_resumable(tmp_path
     runner.run_all()
   assert time.time() - start < 30 and not runner.children
   assert not (tmp_path / 'synthesis_s0' / 'done.json').exists()
-  assert signal.getsignal(signal.SIGTERM) is not runner_lib._raise_interrupt  # restored
+  assert signal.getsignal(signal.SIGTERM) is not interrupts._raise_interrupt  # restored
 
 
 # ---- the report -------------------------------------------------------------------------------

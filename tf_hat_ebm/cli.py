@@ -24,6 +24,7 @@ from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
+from tf_hat_ebm import interrupts  # noqa: E402
 from tf_hat_ebm import validation  # noqa: E402
 from tf_hat_ebm.config import configs_dir  # noqa: E402
 from tf_hat_ebm.errors import fail, main_guard, one_line  # noqa: E402
@@ -557,7 +558,8 @@ def main(name, argv=None, default_config=None):
   # commands print their own progress.
   logging.set_verbosity(logging.WARNING)
   flow = _load(command.flow)
-  return main_guard(lambda: flow(**flow_arguments(fv)), memory_flags=memory_flags(fv))
+  with interrupts.sigterm_as_interrupt():  # SIGTERM cleans up as Ctrl-C does (exit 130)
+    return main_guard(lambda: flow(**flow_arguments(fv)), memory_flags=memory_flags(fv))
 
 
 def _load(spec):

@@ -7,9 +7,11 @@ Programming errors keep their traceback.
 """
 import errno
 import logging
+import os
 import sys
 
 from tf_hat_ebm import files
+from tf_hat_ebm import interrupts
 
 EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
@@ -37,6 +39,9 @@ def fail(message, code=1):
   # (at exit): hundreds of lines after the one that matters.
   logging.getLogger('tensorflow').setLevel(logging.ERROR)
   print(f'error: {message}', file=sys.stderr, flush=True)
+  if interrupts.abandoned():  # a chain still runs in its thread: end now, not when it returns
+    sys.stdout.flush()
+    os._exit(code)
   sys.exit(code)
 
 

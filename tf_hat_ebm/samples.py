@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import export
 from tf_hat_ebm import figures
+from tf_hat_ebm import interrupts
 from tf_hat_ebm import outputs
 from tf_hat_ebm import progress as progress_lib
 from tf_hat_ebm import result_files
@@ -54,7 +55,8 @@ def sample_batches(model, num_samples, batch_size, seed, run=0):
 def batches(model, num_samples, batch_size, seed):
   """(start, {'images', 'generator_images', 'residuals'} numpy) per batch."""
   start = 0
-  for batch in sample_batches(model, num_samples, batch_size, seed):
+  # Each batch's chain in a thread: Ctrl-C stops within a second, not when the chain ends.
+  for batch in interrupts.interruptible_iter(sample_batches(model, num_samples, batch_size, seed)):
     out = {k: batch[k].numpy() for k in ARRAYS}
     yield start, out
     start += len(out['images'])
@@ -144,7 +146,7 @@ def write_samples(model, output_dir, num_samples, seed=0, batch_size=250, path_c
   if verbose:
     print(f'the Langevin path figure: {path_chains} more chains of {steps} steps (--path_chains; '
           f'{progress_lib.duration(progress.clock() - progress.t0)} for the samples)', flush=True)
-  path = model.sample_path(num_samples=path_chains, seed=seed)
+  path = interrupts.interruptible(model.sample_path, num_samples=path_chains, seed=seed)
   figure_path = os.path.join(output_dir, 'langevin_path.png')
   meta = path_figure(model, path, f'Langevin chains: {source}, seed {seed}', figure_path,
                      path_chains)

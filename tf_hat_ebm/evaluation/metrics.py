@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 
+from tf_hat_ebm import interrupts
 from tf_hat_ebm import progress
 from tf_hat_ebm.evaluation import fid
 from tf_hat_ebm.evaluation import result as result_lib
@@ -95,7 +96,7 @@ def draw_pools(batches, feature_net, progress_bar=None):
   """{method: activations [n, d]} of one sample set: `batches` yields {method: images}; only the
   features are kept, batch by batch."""
   parts, seen = {}, 0
-  for out in batches:
+  for out in interrupts.interruptible_iter(batches):  # Ctrl-C within a second mid-chain
     for name, x in out.items():
       parts.setdefault(name, []).append(fid.batch_activations(x, feature_net))
     seen += len(parts[name][-1])

@@ -30,6 +30,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import checkpoints
 from tf_hat_ebm import cli
+from tf_hat_ebm import interrupts
 from tf_hat_ebm import outputs
 from tf_hat_ebm import result_files
 from tf_hat_ebm.evaluation import result as result_lib
@@ -731,24 +732,8 @@ class Redo(set):
     self.reason = reason
 
 
-class stop_on_sigterm:  # pylint: disable=invalid-name
-  """SIGTERM is handled as Ctrl-C (KeyboardInterrupt) in the main thread while inside."""
-
-  def __enter__(self):
-    self.previous = None
-    if threading.current_thread() is threading.main_thread():
-      self.previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    return self
-
-  def __exit__(self, *exc):
-    if self.previous is not None:
-      signal.signal(signal.SIGTERM, self.previous)
-    return False
-
-
-def _raise_interrupt(signum, frame):
-  del signum, frame
-  raise KeyboardInterrupt
+# SIGTERM is handled as Ctrl-C (KeyboardInterrupt) in the main thread while inside.
+stop_on_sigterm = interrupts.sigterm_as_interrupt
 
 
 def same_result(stage, recorded, read):
