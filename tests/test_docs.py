@@ -137,6 +137,16 @@ def test_the_committed_report_is_what_todays_tables_make_of_its_records():
   assert report_lib.rebuild(edited)[0] != markdown
 
 
+def test_rebuilding_a_report_that_is_not_one_is_a_line_and_writes_nothing(tmp_path):
+  from tf_hat_ebm.reproduction import report as report_lib  # pylint: disable=g-import-not-at-top
+  (tmp_path / 'report.json').write_text('{"scale": "digits"}')
+  with pytest.raises(SystemExit, match='not a report.json this version can rebuild.*nothing'):
+    report_lib.main(str(tmp_path))
+  assert sorted(os.listdir(tmp_path)) == ['report.json']
+  with pytest.raises(SystemExit, match='cannot read'):
+    report_lib.main(str(tmp_path / 'missing'))
+
+
 def test_withdrawn_numbers_are_gone_from_the_user_pages():
   for page in quote.PAGES:
     text = _text(os.path.join(REPO, page), code=True)

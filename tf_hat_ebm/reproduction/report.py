@@ -9,6 +9,8 @@ import json
 import os
 import sys
 
+from tf_hat_ebm import errors
+from tf_hat_ebm import files
 from tf_hat_ebm.reproduction import departures
 from tf_hat_ebm.reproduction import stages as stages_lib
 from tf_hat_ebm.reproduction import tables
@@ -183,18 +185,22 @@ def rebuild(data, previous=()):
 
 
 def main(directory=os.path.join('docs', 'reproduction', 'digits')):
-  """Rewrites <directory>/report.md and report.json from its report.json (rebuild)."""
-  # pylint: disable=g-import-not-at-top
-  from tf_hat_ebm import workdir as workdir_lib  # TensorFlow's file API: only for the writing
+  """Rewrites <directory>/report.md and report.json from its report.json (rebuild): both or
+  neither."""
   path = os.path.join(directory, 'report.json')
   try:
     with open(path) as f:
-      data = json.load(f)
-    markdown, rebuilt = rebuild(data)
-  except (OSError, ValueError, KeyError, TypeError) as e:
-    sys.exit(f'error: {path} is not a report.json this version can rebuild ({e})')
-  workdir_lib.write_atomic(os.path.join(directory, 'report.md'), markdown)
-  workdir_lib.write_atomic(path, json.dumps(rebuilt, indent=2, allow_nan=False))
+      markdown, rebuilt = rebuild(json.load(f))
+  except OSError as e:
+    sys.exit(f'error: cannot read {path}: {e.strerror or e}')
+  except (ValueError, KeyError, TypeError, AttributeError) as e:
+    sys.exit(f'error: {path} is not a report.json this version can rebuild '
+             f'({errors.one_line(e)}); nothing written')
+  try:
+    files.write_all_atomic({os.path.join(directory, 'report.md'): markdown,
+                            path: json.dumps(rebuilt, indent=2, allow_nan=False)})
+  except OSError as e:
+    sys.exit(f'error: {files.cannot_write(e.filename or path, e)}; both files left as they were')
   print(f'{directory}: report.md and report.json rebuilt from its report.json')
 
 
