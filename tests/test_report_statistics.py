@@ -67,3 +67,21 @@ def test_a_failed_ablation_counts_only_beside_a_healthy_reference():
   assert both['failed_not_counted'] == [0] and both['failed_counted'] == [1]
   assert 'both arms failed' in both['text']
   assert statistics.paired_effect([None], [None], failed_seeds=[0])['verdict'] == 'not measured'
+
+
+def test_holm_steps_down_over_the_family_and_the_p_value_is_the_paired_t_tests():
+  # sorted 0.01, 0.03, 0.04 of a family of 3: 3 x 0.01, max(0.03, 2 x 0.03), max(0.06, 0.04)
+  assert statistics.holm([0.04, 0.01, None, 0.03]) == pytest.approx([0.06, 0.03, None, 0.06])
+  assert statistics.holm([0.5, 0.9]) == [1.0, 1.0]  # capped
+  # [1, 2, 3]: t = 2 / (1 / sqrt 3) = 3.464 on 2 degrees of freedom
+  assert statistics.t_p_value([1.0, 2.0, 3.0]) == pytest.approx(0.07418, abs=1e-5)
+  assert statistics.t_p_value([1.0]) is None
+  assert statistics.paired_effect([1.0, 1.0, 1.0], [2.0, 3.0, 4.0])['p'] == pytest.approx(
+      0.07418, abs=1e-5)
+
+
+def test_the_relative_gain_is_the_interval_over_the_worse_arms_fid():
+  effect = dict(mean=0.10, low=-1.12, high=1.33)  # DDLS - SN-GAN on the committed report
+  assert statistics.relative_gain(effect, 29.82) == pytest.approx(
+      (0.10 / 29.82, -1.12 / 29.82, 1.33 / 29.82))
+  assert statistics.relative_gain(dict(mean=None), 29.82) == (None, None, None)

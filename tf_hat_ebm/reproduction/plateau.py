@@ -120,6 +120,8 @@ def rule(mid_runs, end_runs, mid_step=None, end_step=None, ran_away=False, num_s
   eval_sd = statistics.evaluation_std([r for _, r in checkpoints])
   points = [(s, sum(r) / len(r)) for s, r in checkpoints]
   out.update(eval_sd=eval_sd, window_steps=[s for s, _ in points], n=len(points))
+  slope, scatter, sxx = trend(points) if points else (0.0, None, 0.0)
+  out['scatter'] = scatter  # also of a collapse: the stability checks compare it (tables.py)
   collapsed = [(s, m) for s, m in points if m > COLLAPSE_FID]
   if collapsed:
     s, m = max(collapsed, key=lambda p: p[1])
@@ -130,8 +132,6 @@ def rule(mid_runs, end_runs, mid_step=None, end_step=None, ran_away=False, num_s
     out.update(verdict=UNMEASURED, text=f'{UNMEASURED}: needs two sample sets at step '
                f'{mid_step} and at the end')
     return out
-  slope, scatter, sxx = trend(points)
-  out['scatter'] = scatter
   if scatter is not None and scatter > GATE * eval_sd:
     out.update(verdict=UNSTABLE, text=f'{UNSTABLE}: {len(points)} checkpoints scatter by '
                f'{scatter:.2f} about their trend, {scatter / eval_sd:.1f}x the eval sd '

@@ -13,6 +13,7 @@ import sys
 from tf_hat_ebm import errors
 from tf_hat_ebm import files
 from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm.reproduction import tables
 
 BEGIN = '<!-- numbers of docs/reproduction/digits/report.json (quote.py) -->'
 END = '<!-- end of the numbers of report.json -->'
@@ -86,13 +87,30 @@ def block(report):
     lines.append(f'| {label} | {_number(row["mean"], digits)}{spread} | '
                  f'{_seeds(row, digits)} |')
   lines += ['', '| effect the paper reports | difference (worse - better) | 95% interval | '
-            'relative | verdict |', '|---|---|---|---|---|']
+            'Holm p | relative | verdict |', '|---|---|---|---|---|---|']
   for check in report['checks']:
-    interval = ('–' if check['low'] is None else
-                f'[{check["low"]:+.2f}, {check["high"]:+.2f}]')
-    lines.append(f'| {check["check"]} | {_number(check["mean"], 2)} | {interval} | '
-                 f'{check.get("relative", "–")} | {check["verdict"]} |')
+    holm = check.get('p_holm')
+    verdict = check['verdict'] + (f'; {check["bound"]}' if check.get('bound') else '')
+    if tables.holds_alone(check):
+      verdict += '; not after Holm\'s correction'
+    lines.append(f'| {check["check"]} | {_difference(check)} | {_interval(check)} | '
+                 f'{_number(holm, 3)} | {check.get("relative", "–")} | {verdict} |')
   return lines + _plateau(report.get('plateau')) + ['', END]
+
+
+def _difference(check):
+  """A check's number: the FID difference, or a stability check's scatter ratio."""
+  if check.get('kind') == 'scatter':
+    return '–' if check['ratio'] is None else f'{check["ratio"]:.0f}x the scatter'
+  return _number(check['mean'], 2)
+
+
+def _interval(check):
+  if check['low'] is None:
+    return '–'
+  if check.get('kind') == 'scatter':
+    return f'[{check["ratio_low"]:.1f}x, {check["ratio_high"]:.0f}x]'
+  return f'[{check["low"]:+.2f}, {check["high"]:+.2f}]'
 
 
 def _plateau(arms):

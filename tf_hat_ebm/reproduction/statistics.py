@@ -48,6 +48,39 @@ def summary(per_seed, runs_per_seed=None):
               eval_runs=min((len(r) for r in runs), default=0), per_seed=list(per_seed))
 
 
+def t_p_value(differences):
+  """Two-sided p of the paired t-test of mean difference 0; None below two differences (and 0.0
+  for differences all equal and non-zero)."""
+  d = _finite(differences)
+  if len(d) < 2:
+    return None
+  mean, sd = sum(d) / len(d), sample_std(d)
+  if sd == 0:
+    return 1.0 if mean == 0 else 0.0
+  return float(2 * scipy_stats.t.sf(abs(mean) / (sd / math.sqrt(len(d))), len(d) - 1))
+
+
+def holm(p_values):
+  """Holm's step-down adjustment of a family's p-values (None left out of the family and kept
+  None): each adjusted p is the running max of (m - rank) x p, capped at 1."""
+  order = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+  out, running = [None] * len(p_values), 0.0
+  for rank, (p, i) in enumerate(order):
+    running = max(running, min(1.0, (len(order) - rank) * p))
+    out[i] = running
+  return out
+
+
+def relative_gain(effect, reference):
+  """(mean, low, high) of a paired effect's FID difference as a share of `reference` (the worse
+  arm's mean FID): the relative gain and its interval; Nones where not measured."""
+  if not reference or effect.get('mean') is None:
+    return None, None, None
+  low, high = effect.get('low'), effect.get('high')
+  return (effect['mean'] / reference, None if low is None else low / reference,
+          None if high is None else high / reference)
+
+
 def t_interval(differences, confidence=CONFIDENCE):
   """(mean, low, high) of the Student-t interval of the mean difference; low = high = None with
   fewer than two differences (no spread to make an interval from)."""
@@ -69,7 +102,8 @@ def paired_effect(better, worse, lower_is_better=True, failed_seeds=(), seeds=No
   worse - better (better - worse for higher-is-better scores such as AUROC), so a positive
   difference has the paper's sign. failed_seeds: seeds whose `worse` arm stopped (a guard or a
   NaN); such a seed counts for the paper only where `better` finished healthy on it.
-  Returns {verdict, text, n, mean, low, high, failed_counted, failed_not_counted}.
+  Returns {verdict, text, n, mean, low, high, p (two-sided, paired t), failed_counted,
+  failed_not_counted}.
   """
   seeds = list(seeds if seeds is not None else range(len(better)))
   sign = 1.0 if lower_is_better else -1.0
@@ -82,7 +116,7 @@ def paired_effect(better, worse, lower_is_better=True, failed_seeds=(), seeds=No
       diffs.append(sign * (float(w) - float(b)))
   mean, low, high = t_interval(diffs, confidence)
   out = dict(n=len(diffs), mean=mean, low=low, high=high, failed_counted=counted,
-             failed_not_counted=not_counted)
+             failed_not_counted=not_counted, p=t_p_value(diffs))
   notes = []
   if counted:
     notes.append(f'the ablated arm stopped on seed(s) {counted} where the reference finished')
