@@ -174,6 +174,9 @@ def test_wheel_declares_dependencies_scripts_and_configs(tmp_path):
   assert 'tf-hat-ebm-gallery = tf_hat_ebm.cli:gallery' in entry
   assert 'tf_hat_ebm/configs/digits_synth.py' in names  # --config=digits_synth in a wheel
   assert 'tf_hat_ebm/reproduction/eta.json' in names  # the reproduction's ETA table, data
+  shipped = os.listdir(os.path.join(REPO, 'tf_hat_ebm', 'evaluation', 'feature_classifiers'))
+  assert {os.path.splitext(f)[1] for f in shipped} == {'.npz', '.json'}  # the FID classifiers
+  assert {f'tf_hat_ebm/evaluation/feature_classifiers/{f}' for f in shipped} <= set(names)
   assert not [n for n in names if 'experiments' in n]  # the scripts are a checkout's
   for root, _, files in os.walk(os.path.join(REPO, 'tf_hat_ebm')):
     if '__init__.py' in files:  # every subpackage is listed in pyproject.toml

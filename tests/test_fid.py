@@ -1,4 +1,5 @@
 """FID: TF-GAN's distance against closed forms and SciPy, features, caching, the Inception error."""
+import json
 import os
 
 import numpy as np
@@ -101,13 +102,61 @@ def test_classifier_features_and_data_statistics_are_cached(tmp_path):
                                                      verbose=False), acts)
 
 
+# The test split's FID against the train split with the shipped digits classifier, measured when
+# it was shipped (AMD EPYC, TF 2.15.1). Within 1e-3 on any CPU: its features moved by 1e-4
+# relative noise (100x float32 kernels' differences) move this FID by less than 2e-4; classifiers
+# retrained on other machines gave 2.82 and 2.91.
+SHIPPED_TEST_FID = 2.9645
+
+
+def test_the_shipped_digits_classifier_is_the_recorded_network(tmp_path):
+  data_cfg = tiny().data
+  weights, record = features.shipped_paths(data_cfg)
+  with open(record) as f:
+    recorded = json.load(f)
+  net = features.classifier_features(data_cfg, str(tmp_path / 'cache'), verbose=False)
+  assert net.name == f'classifier_{recorded["fingerprint"]}' == 'classifier_c3377ecd'
+  assert 'shipped' in net.description and not os.path.exists(tmp_path / 'cache')  # not trained
+  assert recorded['data'] == dict(name='digits', image_size=16, channels=1, train='train',
+                                  test='test')
+  train, test = (fid.data_activations(data_cfg, split, net, str(tmp_path), verbose=False)
+                 for split in ('train', 'test'))
+  assert fid.frechet_distance(train, test) == pytest.approx(SHIPPED_TEST_FID, abs=1e-3)
+  # a damaged file is refused, never scored with
+  with np.load(weights) as saved:
+    values = {k: saved[k] for k in saved.files}
+  values['w0'] = values['w0'] + 1e-3
+  np.savez(tmp_path / os.path.basename(weights), **values)
+  (tmp_path / os.path.basename(record)).write_text(json.dumps(recorded))
+  with pytest.raises(ValueError, match=r'shipped FID feature classifier .* is damaged \(weights of '
+                     r'fingerprint \w+, recorded c3377ecd\).*classifier_retrained'):
+    features.shipped_classifier(data_cfg, str(tmp_path))
+
+
+def test_a_shipped_classifier_round_trips_and_retraining_is_a_flag(tmp_path):
+  data_cfg = tiny().data
+  shipped = features.write_shipped(data_cfg, str(tmp_path / 'shipped'), epochs=1)
+  assert sorted(os.listdir(tmp_path / 'shipped')) == [
+      features.cache_key(data_cfg) + ext for ext in ('.json', '.npz')]
+  zeros = np.zeros([2, 16, 16, 1], np.float32)
+  again = features.shipped_classifier(data_cfg, str(tmp_path / 'shipped'))
+  assert again.name == shipped.name
+  np.testing.assert_array_equal(again(zeros), shipped(zeros))
+  cache = str(tmp_path / 'cache')
+  trained = features.trained_classifier(data_cfg, cache, epochs=1, verbose=False)
+  retrained = fid.feature_network(data_cfg, 'classifier_retrained', cache_dir=cache)
+  assert retrained.name == trained.name != fid.feature_network(data_cfg, cache_dir=cache).name
+  assert 'trained on this machine' in retrained.description
+  assert os.listdir(tmp_path / 'cache' / 'feature_classifier') == [features.cache_key(data_cfg)]
+
+
 def test_one_feature_classifier_per_dataset_outside_the_workdirs(tmp_path, monkeypatch):
   monkeypatch.setenv('TF_HAT_EBM_CACHE', str(tmp_path / 'cache'))
   data_cfg = tiny().data
-  net = features.classifier_features(data_cfg, epochs=1, verbose=False)
+  net = features.classifier_features(data_cfg, epochs=1, verbose=False, retrain=True)
   cached = os.listdir(tmp_path / 'cache' / 'feature_classifier')
   assert cached == [features.cache_key(data_cfg)] and cached[0].startswith('digits_16px_c1_')
-  assert features.classifier_features(data_cfg, verbose=False).name == net.name  # not retrained
+  assert features.trained_classifier(data_cfg, verbose=False).name == net.name  # not retrained
   for field, value in (('image_size', 32), ('train_split', 'test'), ('data_dir', '/elsewhere')):
     other = data_cfg.copy_and_resolve_references()
     other[field] = value

@@ -902,10 +902,10 @@ def test_a_damaged_or_unwritable_feature_cache_is_one_line_before_training(tmp_p
   directory.mkdir(parents=True)
   (directory / 'info.json').write_text('')  # a killed write of an older version
   with pytest.raises(ValueError, match=f'cached FID feature classifier {directory} is damaged'):
-    features.classifier_features(data_cfg, str(tmp_path))
+    features.trained_classifier(data_cfg, str(tmp_path))
   (directory / 'info.json').write_text(json.dumps(dict(num_classes=10, test_accuracy=0.9)))
   with pytest.raises(ValueError, match=f'{directory} is damaged .*remove that directory'):
-    features.classifier_features(data_cfg, str(tmp_path))  # the weights are missing
+    features.trained_classifier(data_cfg, str(tmp_path))  # the weights are missing
 
   def no_training(*args):
     raise AssertionError('trained before the cache was found unwritable')
@@ -913,7 +913,7 @@ def test_a_damaged_or_unwritable_feature_cache_is_one_line_before_training(tmp_p
   (tmp_path / 'a_file').write_text('')
   with pytest.raises(PermissionError, match='cannot write the FID feature cache .*a_file.*'
                      '--feature_cache_dir'):
-    features.classifier_features(data_cfg, str(tmp_path / 'a_file'))
+    features.trained_classifier(data_cfg, str(tmp_path / 'a_file'))
 
 
 def test_a_truncated_statistics_file_is_computed_again(tmp_path):

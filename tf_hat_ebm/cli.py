@@ -179,7 +179,9 @@ def _define_fid(fv):
   flags.DEFINE_integer('batch_size', 250, 'Sampling and feature batch size.', lower_bound=1,
                        upper_bound=MAX_BATCH, flag_values=fv)
   flags.DEFINE_enum('feature_net', None, list(validation.FEATURE_NETS), 'Feature network '
-                    '(default: classifier for digits, inception otherwise).', flag_values=fv)
+                    '(default: classifier for digits, inception otherwise). classifier: the one '
+                    'shipped for the data (trained here where none is); classifier_retrained: '
+                    'trained on this machine and cached.', flag_values=fv)
   flags.DEFINE_string('inception_path', None, 'Local copy of the TF-GAN Inception (TF-Hub module '
                       'directory); default: TF-Hub, honouring TFHUB_CACHE_DIR.', flag_values=fv)
   _cache_flag(fv)

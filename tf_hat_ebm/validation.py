@@ -31,7 +31,8 @@ LR_DECAYS = ('linear', 'constant')
 INITS = ('glorot', 'mimicry')
 GUARD_ACTIONS = ('auto', 'stop', 'rollback', 'warn', 'off')  # training.guard.action (guard.py)
 JIT_COMPILE_SETTINGS = ('auto', 'on', 'off')  # perf.jit_compile (perf.py)
-FEATURE_NETS = ('inception', 'classifier')  # the FID's features (--feature_net)
+# the FID's features (--feature_net): classifier_retrained trains the classifier on this machine
+FEATURE_NETS = ('inception', 'classifier', 'classifier_retrained')
 # The fewest samples per set every metric can score: recall's k-NN manifold of the samples
 # (k = metrics.K_NEAREST = 3) needs each sample and 3 others (FID and KID need 2).
 MIN_METRIC_SAMPLES = 4

@@ -5,8 +5,9 @@ Feature networks map images in [-1, 1] ([N, size, size, channels] float32) to ac
   * the standard Inception (TF-GAN's `INCEPTION_TFHUB`, pool_3), for numbers comparable with the
     paper: loaded once from a local copy or TF-Hub (TFHUB_CACHE_DIR honoured), never replaced
     silently by anything else;
-  * a small classifier trained on the dataset (`features.py`), for data where Inception features
-    mean little (the 16x16 digits).
+  * a small classifier trained on the dataset (`features.py`: the shipped one, or with
+    --feature_net=classifier_retrained one trained on this machine), for data where Inception
+    features mean little (the 16x16 digits).
 Only activations are kept in memory, never all the images. Data activations are cached per
 dataset / split / resolution / feature network in `<workdir>/fid_stats/`.
 """
@@ -184,6 +185,8 @@ def feature_net_name(data_cfg, feature_net=None):
 def feature_network(data_cfg, feature_net=None, inception_path=None, cache_dir=None):
   """The feature network of an evaluation: Inception, or the dataset's classifier (the default
   for the digits, where Inception features mean little)."""
-  if feature_net_name(data_cfg, feature_net) == 'inception':
+  name = feature_net_name(data_cfg, feature_net)
+  if name == 'inception':
     return InceptionFeatures(inception_path)  # loaded once, used for every set
-  return features.classifier_features(data_cfg, cache_dir)
+  return features.classifier_features(data_cfg, cache_dir,
+                                      retrain=name == 'classifier_retrained')
