@@ -16,6 +16,7 @@ if os.environ.get('PYTEST_XDIST_WORKER'):
 # Feature classifiers trained by the tests (and the scripts they run) stay out of ~/.cache.
 os.environ.setdefault('TF_HAT_EBM_CACHE', tempfile.mkdtemp(prefix='tf_hat_ebm_cache_'))
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
@@ -116,6 +117,43 @@ def trained_workdir(tmp_path_factory):
   config = tiny()
   strategy = tf.distribute.get_strategy()
   Trainer(SynthesisTask(config, strategy), config, workdir, strategy, verbose=False).train(2)
+  return workdir
+
+
+FOLDER_IMAGES = 300  # digits written as PNGs by `digits_folder`
+
+
+def write_png(path, pixels):
+  """uint8 pixels [h, w, c] as a PNG file at path (its folder made)."""
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  tf.io.write_file(path, tf.io.encode_png(tf.constant(pixels)))
+
+
+@pytest.fixture(scope='session')
+def digits_folder(tmp_path_factory):
+  """(a folder of FOLDER_IMAGES digit PNGs in class folders class_<label>/, uint8 [n, 8, 8, 1]
+  pixels in the order of their sorted paths): a user's folder of images."""
+  from tf_hat_ebm import data  # pylint: disable=g-import-not-at-top
+  folder = tmp_path_factory.mktemp('digits_png')
+  images, labels = data.digits_arrays('train')
+  pixels = np.round((images[:FOLDER_IMAGES] + 1.0) * 127.5).astype(np.uint8)
+  paths = [str(folder / f'class_{label}' / f'{i:04d}.png')
+           for i, label in enumerate(labels[:FOLDER_IMAGES])]
+  for path, image in zip(paths, pixels):
+    write_png(path, image)
+  order = np.argsort(paths)
+  return str(folder), pixels[order]
+
+
+@pytest.fixture(scope='session')
+def folder_workdir(digits_folder, tmp_path_factory):
+  """A workdir of tiny() on `digits_folder`'s PNGs (folder:<path>) trained for 4 steps."""
+  from tf_hat_ebm.tasks.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
+  workdir = str(tmp_path_factory.mktemp('folder_run'))
+  config = tiny(**{'data.name': f'folder:{digits_folder[0]}'})
+  strategy = tf.distribute.get_strategy()
+  Trainer(SynthesisTask(config, strategy), config, workdir, strategy, verbose=False).train(4)
   return workdir
 
 

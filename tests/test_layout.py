@@ -17,7 +17,7 @@ LAYERS = (
      'reproduction.stages', 'reproduction.paper', 'reproduction.statistics',
      'reproduction.children', 'reproduction.plateau', 'reproduction.departures',
      'evaluation.result', 'keras_compat', 'tfgan_compat'),
-    ('data', 'nets', 'workdir', 'outputs', 'tasks.base', 'reproduction.report',
+    ('data', 'image_sources', 'nets', 'workdir', 'outputs', 'tasks.base', 'reproduction.report',
      'reproduction.tables', 'reproduction.quote', 'reproduction.timing'),
     ('generators', 'trained_run', 'run_record', 'summaries', 'digits_eval', 'evaluation.features',
      'release_import', 'tasks.synthesis', 'tasks.joint', 'tasks.sngan', 'tasks.autoencoder'),

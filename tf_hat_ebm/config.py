@@ -66,6 +66,10 @@ def _common(kind):
   data.cache = True
   data.shuffle_buffer = 10_000
   data.seed = 0
+  # Your images (data.name 'folder:<path>' or 'array:<path>') without a split of their own: the
+  # fraction held out for test, chosen by a permutation of this seed.
+  data.test_fraction = 0.1
+  data.split_seed = 0
   data.random_flip = False
   # Digits upscaling 8 -> 16 (bilinear; 'nearest' gives an exact pixel grid that an EBM learns and
   # no generator reproduces, docs/experiments.md).

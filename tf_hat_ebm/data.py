@@ -1,4 +1,5 @@
-"""Input pipelines: tfds datasets and the embedded scikit-learn digits, pixels in [-1, 1].
+"""Input pipelines: tfds datasets, the embedded scikit-learn digits and a user's own images
+(folder:<path>, array:<path>: image_sources.py), pixels in [-1, 1].
 
 Every pipeline is built per input pipeline from a `tf.distribute.InputContext` (sharded by
 pipeline id, batched to the per-replica batch with drop_remainder=True so shapes are static for
@@ -10,6 +11,7 @@ import threading
 import numpy as np
 import tensorflow as tf
 
+from tf_hat_ebm import image_sources
 from tf_hat_ebm.validation import check_dataset  # noqa: F401 (the data module's check)
 from tf_hat_ebm.validation import CROPS
 from tf_hat_ebm.validation import DATASETS
@@ -198,8 +200,26 @@ def images_dataset(cfg, split, input_context=None, training=True):
     size = cfg.image_size
     return ds.map(lambda x: tf.ensure_shape(_resize(x, size, cfg.resize_method),
                                             [size, size, 1]))
+  if image_sources.source_of(cfg.name):
+    return _user_images(cfg, split, input_context, training)
   ds = _tfds_images(cfg, split, input_context, shuffle_files=training)
   return ds.map(preprocess_fn(cfg, training), num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def _user_images(cfg, split, input_context, training):
+  """A user's folder or array: the central square crop resized, as celeb_a's (any sizes mixed)."""
+  ds = image_sources.pixels(cfg, split)
+  if input_context is not None and input_context.num_input_pipelines > 1:
+    ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+  size = cfg.image_size
+
+  def fn(image):
+    image = to_unit_range(center_crop_resize(image, size))
+    if cfg.random_flip and training:
+      image = tf.image.random_flip_left_right(image)
+    return tf.ensure_shape(image, [size, size, cfg.channels])
+
+  return ds.map(fn, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def _tuned(ds, cfg):

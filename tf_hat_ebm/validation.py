@@ -18,6 +18,8 @@ FLOAT32_MAX = 3.4028234663852886e38
 CHAIN_SECTIONS = ('langevin', 'sampling', 'ddls')
 # Kept here (not imported from data.py / nets.py) so that checking a config needs no TensorFlow.
 DATASETS = ('digits', 'cifar10', 'cifar100', 'svhn_cropped', 'celeb_a', 'imagenet2012')
+# A user's images (image_sources.py): 'folder:<path>' or 'array:<path>'.
+USER_SOURCES = ('folder:', 'array:')
 SUPPORTED_IMAGE_SIZES = (16, 32, 64, 128)
 # The choices of every choice field, defined once here and read by the modules that act on them.
 GENERATOR_SOURCES = ('sngan', 'autoencoder', 'savedmodel', 'factory')
@@ -57,8 +59,11 @@ class ConfigError(ValueError):
 
 
 def check_dataset(name):
+  if name.startswith(USER_SOURCES) and name.split(':', 1)[1]:
+    return
   if name not in DATASETS:
-    raise ConfigError(f'unknown dataset {name!r}; known datasets: {", ".join(DATASETS)}')
+    raise ConfigError(f'unknown dataset {name!r}; known datasets: {", ".join(DATASETS)}, or '
+                      'your images as folder:<path> or array:<path.npy|.npz>')
 
 
 def check_image_size(image_size):
@@ -289,7 +294,10 @@ def check_data_and_model(config, source=None):
   if data.get('classes') and (data.name != 'digits' or not set(data.classes) <= set(range(10))):
     _fail('data.classes', 'digit labels 0-9 of the digits dataset (() = all)', data.classes,
           source)
-  for key in ('shuffle_buffer', 'seed'):
+  if 'test_fraction' in data:
+    check_number('data.test_fraction', data.test_fraction, 0, 1, strict_low=True,
+                 strict_high=True, source=source)
+  for key in ('shuffle_buffer', 'seed', 'split_seed'):
     if key in data:
       check_number(f'data.{key}', data[key], 0, MAX_COUNT if key == 'shuffle_buffer' else MAX_SEED,
                    integer=True, source=source)

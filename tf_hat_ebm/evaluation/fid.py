@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_hat_ebm import data as data_lib
+from tf_hat_ebm import image_sources
 from tf_hat_ebm import progress
 from tf_hat_ebm import tfgan_compat
 from tf_hat_ebm import workdir as workdir_lib
@@ -116,7 +117,8 @@ def activations(batches, feature_net, total=None, label=None, verbose=True):
 
 def stats_path(cache_dir, data_cfg, split, feature_net):
   classes = ''.join(f'{c}' for c in data_cfg.get('classes') or ())
-  name = (f'{data_cfg.name}_{split}_{data_cfg.image_size}px_c{data_cfg.channels}_'
+  name = (f'{image_sources.label(data_cfg.name)}_{split}_{data_cfg.image_size}px_'
+          f'c{data_cfg.channels}_'
           f'{f"classes{classes}_" if classes else ""}{feature_net.name}.npz')
   return os.path.join(cache_dir, 'fid_stats', name)
 

@@ -1,0 +1,167 @@
+"""A user's own images (folder:<path>, array:<path>): shapes, ranges, splits, each bad input, and a
+run trained, sampled, exported and reloaded on a folder of PNGs."""
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_hat_ebm import data
+from tf_hat_ebm import image_sources
+from tf_hat_ebm import validation
+
+from conftest import FOLDER_IMAGES, run_command, tiny, write_png
+
+
+def data_cfg(name, **fields):
+  cfg = tiny().data
+  cfg.name = name
+  cfg.update(fields)
+  return cfg
+
+
+def split_pixels(cfg, split):
+  """A split's images as uint8 [n, 8, 8, c] (the digits' own size: the resize is left out)."""
+  return np.stack([np.round(x.numpy()).astype(np.uint8) for x in image_sources.pixels(cfg, split)])
+
+
+def test_folder_split_is_seeded_disjoint_and_holds_every_image(digits_folder):
+  folder, pixels = digits_folder
+  cfg = data_cfg(f'folder:{folder}')
+  train, test = split_pixels(cfg, 'train'), split_pixels(cfg, 'test')
+  assert len(test) == round(FOLDER_IMAGES * cfg.test_fraction) and len(train) + len(test) == 300
+  expected = image_sources.split_indices(FOLDER_IMAGES, cfg, 'test', 'x')
+  np.testing.assert_array_equal(test, pixels[expected])  # the files in sorted-path order
+  cfg.split_seed = 1
+  assert not np.array_equal(split_pixels(cfg, 'test'), test)
+
+
+def test_folder_images_are_resized_in_range_and_made_rgb(digits_folder):
+  cfg = data_cfg(f'folder:{digits_folder[0]}')
+  batch = next(iter(data.train_dataset(cfg, 8))).numpy()
+  assert batch.shape == (8, 16, 16, 1) and batch.min() >= -1.0 and batch.max() <= 1.0
+  cfg.channels = 3  # grey repeated into three equal channels
+  batch = next(iter(data.train_dataset(cfg, 8))).numpy()
+  assert batch.shape == (8, 16, 16, 3)
+  np.testing.assert_array_equal(batch[..., 0], batch[..., 2])
+
+
+def test_arrays_give_the_folders_images_whatever_their_range(digits_folder, tmp_path, capsys):
+  folder, pixels = digits_folder
+  expected = split_pixels(data_cfg(f'folder:{folder}'), 'test')
+  unit = pixels.astype(np.float32) / 127.5 - 1.0
+  np.savez(tmp_path / 'uint8.npz', images=pixels)
+  np.save(tmp_path / 'symmetric.npy', unit)                 # float in [-1, 1], memory-mapped
+  np.save(tmp_path / 'grey.npy', (unit[..., 0] + 1) / 2)    # [n, h, w] float in [0, 1]
+  rgba = np.concatenate([np.repeat(pixels, 3, -1), np.zeros_like(pixels)], -1)
+  np.save(tmp_path / 'rgba.npy', rgba)                      # alpha dropped, RGB made grey
+  for name, assumed in (('uint8.npz', '[0, 255]'), ('symmetric.npy', '[-1, 1]'),
+                        ('grey.npy', '[0, 1]'), ('rgba.npy', '[0, 255]')):
+    cfg = data_cfg(f'array:{tmp_path / name}')
+    got = np.stack([x.numpy() for x in image_sources.pixels(cfg, 'test')])
+    np.testing.assert_allclose(got, expected, atol=0.51)
+    assert f'pixels assumed in {assumed}' in capsys.readouterr().out
+  cfg = data_cfg(f'array:{tmp_path / "symmetric.npy"}', channels=3)
+  assert next(iter(data.train_dataset(cfg, 4))).shape == (4, 16, 16, 3)
+
+
+def test_an_npz_with_its_own_split_keeps_it(tmp_path):
+  np.savez(tmp_path / 'split.npz', train=np.zeros([5, 8, 8], np.uint8),
+           test=np.full([3, 8, 8], 255, np.uint8))
+  cfg = data_cfg(f'array:{tmp_path / "split.npz"}')
+  test = [x.numpy() for x in data.images_dataset(cfg, 'test', training=False)]
+  assert len(test) == 3 and all(np.all(x == 1.0) for x in test)
+  assert len(list(data.images_dataset(cfg, 'train', training=False))) == 5
+
+
+def digit_pngs(folder, count, shape=(8, 8, 1)):
+  for i in range(count):
+    write_png(str(folder / f'{i}.png'), np.full(shape, 40 * i, np.uint8))
+
+
+def first_error(cfg, split='train'):
+  with pytest.raises(ValueError) as info:
+    list(image_sources.pixels(cfg, split))
+  return str(info.value)
+
+
+def test_an_empty_folder_or_a_missing_one_is_one_line(tmp_path):
+  (tmp_path / 'notes.txt').write_text('no images here')
+  message = first_error(data_cfg(f'folder:{tmp_path}'))
+  assert message == f'data.name=folder:{tmp_path} holds no PNG or JPEG file (1 other files)'
+  with pytest.raises(FileNotFoundError, match='no such folder'):
+    image_sources.pixels(data_cfg(f'folder:{tmp_path}/missing'), 'train')
+
+
+@pytest.mark.parametrize('content,problem', [
+    (b'<html>not an image</html>', 'not a PNG or JPEG image (25 bytes)'),
+    (None, 'a truncated PNG (no end chunk)')])
+def test_a_corrupt_or_truncated_image_is_named(tmp_path, content, problem):
+  digit_pngs(tmp_path, 3)
+  whole = (tmp_path / '1.png').read_bytes()
+  (tmp_path / 'bad.png').write_bytes(content or whole[:len(whole) // 2])
+  message = first_error(data_cfg(f'folder:{tmp_path}'))
+  assert message == (f'data.name=folder:{tmp_path}: {tmp_path}/bad.png: {problem}; '
+                     'remove or replace it')
+
+
+def test_non_image_files_are_skipped_and_counted(tmp_path, capsys):
+  digit_pngs(tmp_path, 4)
+  (tmp_path / 'README.md').write_text('my digits')
+  (tmp_path / 'labels.csv').write_text('0,1')
+  cfg = data_cfg(f'folder:{tmp_path}')
+  assert len(list(image_sources.pixels(cfg, 'train'))) + len(
+      list(image_sources.pixels(cfg, 'test'))) == 4
+  assert f'4 images; skipped 2 non-image file(s), e.g. {tmp_path}/README.md' in (
+      capsys.readouterr().out)
+
+
+def test_mixed_sizes_and_alpha_are_cropped_resized_and_dropped(tmp_path):
+  write_png(str(tmp_path / 'a.png'), np.full([8, 8, 1], 10, np.uint8))
+  write_png(str(tmp_path / 'b.png'), np.full([30, 20, 3], 200, np.uint8))
+  rgba = np.concatenate([np.full([12, 12, 3], 100, np.uint8), np.zeros([12, 12, 1], np.uint8)],
+                        axis=-1)
+  write_png(str(tmp_path / 'c.png'), rgba)  # fully transparent: alpha dropped, not composited
+  cfg = data_cfg(f'folder:{tmp_path}', channels=3, test_fraction=0.34)
+  images = [x.numpy() for s in ('train', 'test') for x in data.images_dataset(cfg, s, None, False)]
+  assert [x.shape for x in images] == [(16, 16, 3)] * 3
+  assert sorted(round(float(x.mean()) * 127.5 + 127.5) for x in images) == [10, 100, 200]
+
+
+def test_a_one_image_set_is_one_line_and_a_set_smaller_than_a_batch_fills_it(tmp_path):
+  digit_pngs(tmp_path, 1)
+  assert first_error(data_cfg(f'folder:{tmp_path}')) == (
+      f'data.name=folder:{tmp_path} holds 1 image: a train/test split needs at least 2')
+  digit_pngs(tmp_path, 3)  # 2 training images, batches of 8: the repeated set fills them
+  batch = next(iter(data.train_dataset(data_cfg(f'folder:{tmp_path}'), 8))).numpy()
+  assert batch.shape == (8, 16, 16, 1) and len(np.unique(batch.mean(axis=(1, 2, 3)))) == 2
+
+
+@pytest.mark.parametrize('array,problem', [
+    (np.zeros([4, 3, 8, 8], np.float32), 'has shape (4, 3, 8, 8); expected images'),
+    (np.full([4, 8, 8], 300.0, np.float32), 'has values in [300, 300]; expected pixels'),
+    (np.zeros([4, 8, 8], np.int16), 'has dtype int16; expected uint8 or float')])
+def test_a_bad_array_is_one_line(tmp_path, array, problem):
+  np.save(tmp_path / 'images.npy', array)
+  message = first_error(data_cfg(f'array:{tmp_path}/images.npy'))
+  assert message.startswith(f'data.name=array:{tmp_path}/images.npy {problem}')
+
+
+def test_user_sources_pass_validation_and_a_bare_prefix_does_not():
+  validation.check_dataset('folder:/data/faces')
+  with pytest.raises(ValueError, match="unknown dataset 'folder:'.*folder:<path>"):
+    validation.check_dataset('folder:')
+
+
+def test_a_folder_run_samples_exports_and_reloads(folder_workdir, tmp_path):
+  result = run_command('sample.py', f'--workdir={folder_workdir}', '--num_samples=4',
+                       f'--output={tmp_path / "generated"}')
+  assert result.returncode == 0, result.stderr
+  assert np.load(tmp_path / 'generated' / 'samples.npz')['images'].shape == (4, 16, 16, 1)
+  assert os.path.exists(os.path.join(folder_workdir, 'samples', 'samples_0000004.png'))
+  result = run_command('export.py', f'--workdir={folder_workdir}',
+                       f'--output={tmp_path / "exported"}')
+  assert result.returncode == 0, result.stderr
+  model = tf.saved_model.load(str(tmp_path / 'exported'))
+  assert model.sample(num_samples=2, seed=1)['images'].shape == (2, 16, 16, 1)
+  assert model.dataset.numpy().decode().startswith('folder:')
