@@ -20,6 +20,7 @@ LAYERS = (
     ('data', 'image_sources', 'nets', 'workdir', 'outputs', 'tasks.base', 'reproduction.report',
      'reproduction.tables', 'reproduction.quote', 'reproduction.timing'),
     ('generators', 'trained_run', 'run_record', 'summaries', 'digits_eval', 'evaluation.features',
+     'evaluation.named_features',
      'release_import', 'tasks.synthesis', 'tasks.joint', 'tasks.sngan', 'tasks.autoencoder'),
     ('actions', 'trainer', 'result_files'),
     ('export', 'samples', 'evaluation.ood', 'evaluation.fid', 'evaluation.metrics',

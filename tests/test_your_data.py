@@ -165,3 +165,62 @@ def test_a_folder_run_samples_exports_and_reloads(folder_workdir, tmp_path):
   model = tf.saved_model.load(str(tmp_path / 'exported'))
   assert model.sample(num_samples=2, seed=1)['images'].shape == (2, 16, 16, 1)
   assert model.dataset.numpy().decode().startswith('folder:')
+
+
+class Projection(tf.Module):
+  """A small feature network: [n, 12, 12, 3] in [0, 1] -> 16 fixed random projections."""
+
+  def __init__(self, seed=0):
+    super().__init__()
+    self.weights = tf.Variable(tf.random.stateless_normal([12 * 12 * 3, 16], [seed, 1]))
+
+  @tf.function(input_signature=[tf.TensorSpec([None, 12, 12, 3], tf.float32)])
+  def __call__(self, images):
+    return {'features': tf.tanh(tf.reshape(images, [-1, 12 * 12 * 3]) @ self.weights / 10.0)}
+
+
+def save_projection(path, seed=0):
+  module = Projection(seed)
+  tf.saved_model.save(module, str(path), signatures={'serving_default': module.__call__})
+  return str(path)
+
+
+def test_named_features_read_size_and_range_and_are_fingerprinted(tmp_path):
+  from tf_hat_ebm.evaluation import named_features  # pylint: disable=g-import-not-at-top
+  net = named_features.NamedFeatures(save_projection(tmp_path / 'a'), 16)
+  assert (net.size, net.channels, net.range) == ((12, 12), 3, (0.0, 1.0))
+  grey = np.linspace(-1, 1, 2 * 16 * 16).reshape([2, 16, 16, 1]).astype(np.float32)
+  module = Projection()  # the same network: the images are made RGB, 12x12, [0, 1] first
+  rgb = tf.image.resize(tf.image.grayscale_to_rgb(tf.constant(grey)), [12, 12], antialias=True)
+  np.testing.assert_allclose(net(grey), module((rgb + 1) / 2)['features'], atol=1e-5)
+  other = named_features.NamedFeatures(save_projection(tmp_path / 'b', seed=1), 16, ['-1', '1'])
+  assert other.name != net.name and other.range == (-1.0, 1.0)
+  assert f'sha256 {net.fingerprint[:12]}' in net.description
+  with pytest.raises(ValueError, match='expected two numbers low,high'):
+    named_features.NamedFeatures(str(tmp_path / 'a'), 16, ['1', '0'])
+
+
+def test_folder_data_scores_on_named_features_and_refuses_to_mix_them(
+    folder_workdir, tmp_path):
+  output = str(tmp_path / 'fid.json')
+  flags = [f'--workdir={folder_workdir}', '--num_samples=20', '--runs=1', f'--output={output}']
+  result = run_command('evaluate_fid.py', *flags)  # a folder has no default feature network
+  assert result.returncode == 1
+  assert result.stderr.strip().endswith('has no default feature network: pass --features=PATH '
+                                        '(a SavedModel mapping images to vectors; '
+                                        '--features_range its input range) or '
+                                        '--feature_net=inception with --inception_path=DIR')
+  first = save_projection(tmp_path / 'first')
+  result = run_command('evaluate_fid.py', *flags, f'--features={first}')
+  assert result.returncode == 0, result.stderr
+  from tf_hat_ebm.evaluation import result as result_lib  # pylint: disable=g-import-not-at-top
+  saved = result_lib.read(output)
+  assert saved.feature_net.startswith('features_') and first in saved.feature_description
+  assert set(saved.values) >= {'fid', 'kid', 'precision', 'recall'}
+  assert all(np.isfinite(v) for by_method in saved.values.values()
+             for sets in by_method.values() for v in sets)
+  second = save_projection(tmp_path / 'second', seed=1)
+  result = run_command('evaluate_fid.py', *flags, f'--features={second}', '--overwrite')
+  assert result.returncode == 1
+  assert 'scores on different features are never mixed' in result.stderr
+  assert result_lib.read(output).feature_net == saved.feature_net  # kept

@@ -184,6 +184,12 @@ def _define_fid(fv):
                     'trained on this machine and cached.', flag_values=fv)
   flags.DEFINE_string('inception_path', None, 'Local copy of the TF-GAN Inception (TF-Hub module '
                       'directory); default: TF-Hub, honouring TFHUB_CACHE_DIR.', flag_values=fv)
+  flags.DEFINE_string('features', None, 'Your feature network: a SavedModel (serving_default '
+                      'signature) or Keras model file mapping images to vectors, its input size '
+                      'read from it; default: the config\'s data.features. Recorded in fid.json '
+                      'by path and fingerprint.', flag_values=fv)
+  flags.DEFINE_list('features_range', None, 'The input range of --features as low,high '
+                    '(default 0,1).', flag_values=fv)
   _cache_flag(fv)
   flags.DEFINE_integer('seed', 0, 'Seed of the first sample batch.', lower_bound=0,
                        upper_bound=MAX_SEED, flag_values=fv)

@@ -70,6 +70,11 @@ def _common(kind):
   # fraction held out for test, chosen by a permutation of this seed.
   data.test_fraction = 0.1
   data.split_seed = 0
+  # FID, KID, precision/recall features for this data: a SavedModel or Keras model mapping images
+  # (of the size its signature says, pixels in features_range) to vectors; '' = the built-in
+  # choice (evaluate_fid.py --features overrides it).
+  data.features = ''
+  data.features_range = (0.0, 1.0)
   data.random_flip = False
   # Digits upscaling 8 -> 16 (bilinear; 'nearest' gives an exact pixel grid that an EBM learns and
   # no generator reproduces, docs/experiments.md).

@@ -304,6 +304,10 @@ def check_data_and_model(config, source=None):
   for key, choices in (('crop', CROPS), ('resize_method', RESIZE_METHODS)):
     if key in data:
       _check_choice(f'data.{key}', data[key], choices, source)
+  if 'features_range' in data:
+    low, high = (tuple(data.features_range) + (None, None))[:2]
+    if not (isinstance(low, (int, float)) and isinstance(high, (int, float)) and low < high):
+      _fail('data.features_range', 'two numbers low < high', data.features_range, source)
   if 'crop_area_range' in data:
     low, high = (tuple(data.crop_area_range) + (None, None))[:2]
     if not (isinstance(low, (int, float)) and isinstance(high, (int, float))

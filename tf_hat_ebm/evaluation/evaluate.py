@@ -61,28 +61,46 @@ def table(result, first='samples'):
 
 def evaluate_run(workdir, num_samples=None, runs=3, batch_size=250,
                  feature_net=None, inception_path=None, feature_cache_dir=None, seed=0,
-                 overwrite=False, baselines=True, output=None, **load):
+                 overwrite=False, baselines=True, output=None, features=None,
+                 features_range=None, **load):
   """tf-hat-ebm-evaluate-fid: every metric of each method the run's kind samples beside the test
   split's, mean +- std over `runs` sample sets of `num_samples` (default 50,000 with Inception as
   in the paper, 5,000 with the classifier); the Hat EBM's row alone without `baselines`. Printed,
   written to `output` (default <workdir>/fid.json; an existing one only with `overwrite`, never a
   non-finite result) and logged to the workdir's TensorBoard (eval/<metric>_<method>) at the
-  checkpoint's step. Returns the EvalResult."""
+  checkpoint's step. `features`: a user's feature network (named_features.py; default
+  data.features), its input range `features_range` (low, high). Returns the EvalResult."""
   path = output or os.path.join(workdir, 'fid.json')
+  named = dict(features_path=features, features_range=features_range)
   # One writer of the output: a second evaluation at once (another --seed) is refused.
   with outputs.ResultWriter([path], overwrite, 'evaluate_fid.py', output and 'output'):
     return _evaluate(path, workdir, num_samples, runs, batch_size, feature_net, inception_path,
-                     feature_cache_dir, seed, baselines, load)
+                     feature_cache_dir, seed, baselines, load, named)
+
+
+def check_same_features(path, net):
+  """Refuses to replace scores on other features (a run's scores stay comparable)."""
+  if not os.path.exists(path):
+    return
+  try:
+    earlier = result_lib.read(path).feature_net
+  except (OSError, ValueError):
+    return  # unreadable: replaced, as any result file
+  if earlier and earlier != net.name:
+    raise ValueError(f'{path} holds scores on features {earlier}; these would be on {net.name}: '
+                     'scores on different features are never mixed; write them to another '
+                     '--output or remove it')
 
 
 def _evaluate(path, workdir, num_samples, runs, batch_size, feature_net, inception_path,
-              feature_cache_dir, seed, baselines, load):
+              feature_cache_dir, seed, baselines, load, named):
   run, samplers_of = load_for_eval(workdir, **load)
   data_cfg = run.config.data
-  inception = fid.feature_net_name(data_cfg, feature_net) == 'inception'
+  inception = fid.feature_net_name(data_cfg, feature_net, named['features_path']) == 'inception'
   num_samples = num_samples or (50_000 if inception else 5_000)
   fid.check_memory(num_samples)  # before any network is loaded or trained
-  net = fid.feature_network(data_cfg, feature_net, inception_path, feature_cache_dir)
+  net = fid.feature_network(data_cfg, feature_net, inception_path, feature_cache_dir, **named)
+  check_same_features(path, net)
   train, test = (fid.data_activations(data_cfg, split, net, workdir, batch_size)
                  for split in (data_cfg.train_split, data_cfg.test_split))
   methods = samplers_of(run, baselines=baselines)

@@ -24,6 +24,7 @@ from tf_hat_ebm import progress
 from tf_hat_ebm import tfgan_compat
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.evaluation import features
+from tf_hat_ebm.evaluation import named_features
 
 INCEPTION_HELP = (
     'provide it with --inception_path=DIR, a local copy of {url} (download '
@@ -179,15 +180,29 @@ def mean_std(values):
   return float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else None
 
 
-def feature_net_name(data_cfg, feature_net=None):
-  """The feature network `feature_net` names, by default the classifier for the digits."""
+def feature_net_name(data_cfg, feature_net=None, features_path=None):
+  """The feature network `feature_net` names ('named': the user's network at features_path, or
+  data.features), by default the classifier for the digits and Inception for tfds data; a user's
+  own images have no default."""
+  if features_path or (not feature_net and data_cfg.get('features')):
+    return 'named'
+  if not feature_net and image_sources.source_of(data_cfg.name):
+    raise ValueError(f'{data_cfg.name} has no default feature network: pass --features=PATH (a '
+                     'SavedModel mapping images to vectors; --features_range its input range) or '
+                     '--feature_net=inception with --inception_path=DIR')
   return feature_net or ('classifier' if data_cfg.name == 'digits' else 'inception')
 
 
-def feature_network(data_cfg, feature_net=None, inception_path=None, cache_dir=None):
-  """The feature network of an evaluation: Inception, or the dataset's classifier (the default
-  for the digits, where Inception features mean little)."""
-  name = feature_net_name(data_cfg, feature_net)
+def feature_network(data_cfg, feature_net=None, inception_path=None, cache_dir=None,
+                    features_path=None, features_range=None):
+  """The feature network of an evaluation: a user's own (features_path or data.features),
+  Inception, or the dataset's classifier (the default for the digits, where Inception features
+  mean little)."""
+  name = feature_net_name(data_cfg, feature_net, features_path)
+  if name == 'named':
+    return named_features.NamedFeatures(
+        features_path or data_cfg.features, data_cfg.image_size,
+        features_range or (None if features_path else data_cfg.get('features_range')))
   if name == 'inception':
     return InceptionFeatures(inception_path)  # loaded once, used for every set
   return features.classifier_features(data_cfg, cache_dir,
