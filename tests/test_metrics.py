@@ -15,6 +15,8 @@ from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
 from tf_hat_ebm.evaluation import metrics
 from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm.reproduction import report
+from tf_hat_ebm.reproduction import stages
 from tf_hat_ebm.reproduction import tables
 
 from conftest import REPO, run_command, tiny
@@ -48,13 +50,31 @@ def test_kid_of_disjoint_real_draws_is_near_zero_where_fid_is_not(test_digits):
   for _ in range(20):
     order = rs.permutation(len(test_digits))
     a, b = test_digits[order[:100]], test_digits[order[100:200]]
-    kids.append(metrics.kernel_distance(a, b))
+    kids.append(metrics.kid(a, b))
     fids.append(fid.frechet_distance(a, b))
   assert abs(np.mean(kids)) < 3 * np.std(kids, ddof=1) / np.sqrt(len(kids))
   assert min(fids) > 2.0 and np.mean(fids) > 10 * np.std(fids, ddof=1) / np.sqrt(len(fids))
   # a draw of other images is no draw of the data: KID far above its spread
-  shifted = metrics.kernel_distance(test_digits[:100], test_digits[100:200] * 1.3)
+  shifted = metrics.kid(test_digits[:100], test_digits[100:200] * 1.3)
   assert shifted > 10 * np.std(kids, ddof=1)
+
+
+def test_held_out_digits_score_kid_0_within_its_sd(test_digits, tmp_path):
+  """With the shipped classifier: the test split's KID x10^3 against the train split (-3.153 on
+  this machine) lies within the spread of KIDs of random 1,500 / 297 splits of all 1,797 digits
+  (sd about 8 here), whose mean is 0 within 3 standard errors."""
+  data = tiny().data
+  train = fid.data_activations(data, 'train', features.classifier_features(data, verbose=False),
+                               str(tmp_path), verbose=False)
+  value = metrics.kid(train, test_digits)
+  assert value == pytest.approx(-3.153, abs=0.01)
+  every, rs = np.concatenate([train, test_digits]), np.random.RandomState(0)
+  null = []
+  for _ in range(20):
+    order = rs.permutation(len(every))
+    null.append(metrics.kid(every[order[:1500]], every[order[1500:]]))
+  assert abs(np.mean(null)) < 3 * np.std(null, ddof=1) / np.sqrt(len(null))
+  assert abs(value) < 2 * np.std(null, ddof=1) and 3 < np.std(null, ddof=1) < 20
 
 
 def test_precision_and_recall_tell_poor_samples_from_missing_modes(test_digits):
@@ -75,7 +95,24 @@ def test_every_metric_scores_one_pool():
   scores = metrics.score(reference, pool)
   assert list(scores) == list(metrics.METRICS) == list(metrics.described())
   assert scores['fid'] == fid.frechet_distance(reference, pool)
-  assert scores['kid'] == metrics.kernel_distance(reference, pool)
+  assert scores['kid'] == metrics.kid(reference, pool)
+
+
+def test_kid_is_tf_gans_estimator_on_standardized_features_times_1e3():
+  rs = np.random.RandomState(2)
+  reference = rs.gamma(2.0, 3.0, size=[300, 6]) * [1, 2, 5, 10, 20, 0]  # ReLU-like, a dead unit
+  samples = rs.gamma(2.0, 3.3, size=[200, 6]) * [1, 2, 5, 10, 20, 0]
+  mean, sd = reference.mean(0), reference.std(0)
+  sd[-1] = 1.0  # a unit the reference never fires keeps its units
+  expected = 1e3 * metrics.kernel_distance((reference - mean) / sd, (samples - mean) / sd)
+  assert metrics.kid(reference, samples) == pytest.approx(expected, rel=1e-12)
+  # the same in any feature units: a per-unit scale and shift leave it as it was (factor 1),
+  # while the raw MMD^2 of the cubic kernel moves by orders of magnitude
+  scale, shift = np.array([0.1, 1, 3, 10, 30, 1]), np.array([5, 0, -1, 2, 0, 0])
+  assert metrics.kid(reference * scale + shift, samples * scale + shift) == pytest.approx(
+      metrics.kid(reference, samples), rel=1e-9)
+  raw = metrics.kernel_distance(reference, samples)
+  assert abs(metrics.kernel_distance(reference * 10, samples * 10) / raw) > 1e3
 
 
 def test_evaluate_fid_writes_the_result_it_prints_and_logs(trained_workdir, tmp_path):
@@ -118,7 +155,7 @@ def test_evaluate_fid_writes_the_result_it_prints_and_logs(trained_workdir, tmp_
   assert len(shown) == len(result.metrics) * len(result.methods)
   assert [line.split(' (')[0] for line in shown[:2]] == ['- FID hat\\_ebm', '- FID generator']
   kid = result.metrics['kid']
-  assert (f'- KID generator ({result.feature_net.replace("_", chr(92) + "_")}, 20 samples, '
+  assert (f'- {kid.label} generator ({result.feature_net.replace("_", chr(92) + "_")}, 20 samples, '
           f'step 2): {result.mean("kid", "generator"):.{kid.digits}f} ± '
           f'{result.std("kid", "generator"):.{kid.digits}f}') in shown
 
@@ -162,9 +199,9 @@ def test_report_tables_show_every_metric_of_the_results():
   lines, rows = tables.synthesis_table(records, 'digits', [0, 1], [('synthesis', 'digits_synth')])
   header = [c.strip() for c in lines[2].split('|')[1:-1]]
   assert header[1:4] == ['ours: FID ± sd over 2 seeds', 'eval sd (2 FID runs)',
-                         'ours: KID ± sd']
+                         'ours: KID ×10³ ± sd']
   hat = [c.strip() for c in lines[4].split('|')[1:-1]]
-  assert hat[1] == '13.00 ± 2.83' and hat[3] == '0.1300 ± 0.0283'
+  assert hat[1] == '13.00 ± 2.83' and hat[3] == '0.13 ± 0.03'
   assert rows[0]['others']['kid']['mean'] == pytest.approx(0.13)
   # Records of the first version hold FIDs only: no column for what they lack.
   legacy = {'synthesis_s0': {'result': dict(hat_ebm=11.0, hat_ebm_runs=[10.0, 12.0], data=3.0)}}
@@ -172,14 +209,53 @@ def test_report_tables_show_every_metric_of_the_results():
   assert 'KID' not in lines[2] and '| 11.00 | 1.41 |' in lines[4]
 
 
+def data_stage(hat, data_kid, feature_net='classifier_c3377ecd', shown=None):
+  """A synthesis stage's record: FID and KID of the Hat EBM and of the held-out split."""
+  shown = shown or metrics.described()
+  return {'result': result_lib.EvalResult(
+      methods={'hat_ebm': 'Hat EBM'}, metrics={k: shown[k] for k in ('fid', 'kid')},
+      values={'fid': {'hat_ebm': hat}, 'kid': {'hat_ebm': [10 * v for v in hat]}},
+      data={'fid': 2.9645, 'kid': data_kid}, runs=2, data_split='digits/test', data_size=297,
+      reference='digits/train', feature_net=feature_net).to_json()}
+
+
+def test_report_tables_read_kid_by_the_data_row_and_refuse_mixed_features():
+  records = {'synthesis_s0': data_stage([1.0, 2.0], -3.153),
+             'synthesis_s1': data_stage([2.0, 3.0], -3.153)}
+  lines, _ = tables.synthesis_table(records, 'digits', [0, 1], [('synthesis', 'digits_synth')])
+  rows = [[c.strip() for c in line.split('|')[1:-1]] for line in lines if line.startswith('| ')]
+  assert rows[0][3] == 'ours: KID ×10³ ± sd' and rows[1][3] == '20.00 ± 7.07'
+  assert rows[-1][:4] == ['data: digits/test (297 images) vs digits/train', '2.96 ± 0.00', '–',
+                          '-3.15 ± 0.00']
+  assert set(rows[-1][4:]) == {'–'} and len(rows[-1]) == len(rows[0])
+  # results made with the raw KID (label 'KID', 4 decimals) render as they did: no data row
+  old = result_lib.Metric('KID', 4, 'lower', 'unbiased MMD^2 of the features')
+  legacy = {k: data_stage([1.0, 2.0], -22.9, 'classifier_2c506187', {
+      'fid': result_lib.FID, 'kid': old}) for k in records}
+  lines, _ = tables.synthesis_table(legacy, 'digits', [0, 1], [('synthesis', 'digits_synth')])
+  assert not any(line.startswith('| data:') for line in lines)
+  assert '| 15.0000 ± 0.0000 |' in lines[4]  # its 4 decimals, as the committed report shows
+  # one report never mixes them: another feature network, or the other KID, is one line
+  mixed = dict(records, synthesis_s1=legacy['synthesis_s1'])
+  with pytest.raises(ValueError, match=r'^scores made with different feature networks cannot be '
+                     r'compared: synthesis_s0 \(classifier_c3377ecd\) and synthesis_s1 '
+                     r'\(classifier_2c506187\); score them again with one network$'):
+    result_lib.check_comparable((k, result_lib.from_record(r['result']))
+                                for k, r in mixed.items())
+  mixed['synthesis_s1'] = data_stage([2.0, 3.0], -22.9, shown={'fid': result_lib.FID, 'kid': old})
+  with pytest.raises(ValueError, match=r'different definitions of kid .* synthesis_s0 '
+                     r'\(KID ×10³\) and synthesis_s1 \(KID\)'):
+    report.build_report(mixed, stages.Options(out='.', scale='digits', seeds=(0, 1)))
+
+
 def test_evaluation_table_has_a_column_per_metric():
   shown = metrics.described()
   result = result_lib.EvalResult(
       methods={'hat_ebm': 'Hat EBM'}, metrics={k: shown[k] for k in ('fid', 'kid')},
-      values={'fid': {'hat_ebm': [1.0, 3.0]}, 'kid': {'hat_ebm': [0.5, 0.75]}},
-      data={'fid': 0.25, 'kid': -0.001}, num_samples=10, data_split='digits/test', data_size=297)
+      values={'fid': {'hat_ebm': [1.0, 3.0]}, 'kid': {'hat_ebm': [5.0, 7.5]}},
+      data={'fid': 0.25, 'kid': -3.153}, num_samples=10, data_split='digits/test', data_size=297)
   assert evaluate.table(result) == [
-      '| samples                | FID         | KID             |',
-      '|------------------------|-------------|-----------------|',
-      '| Hat EBM (10)           | 2.00 ± 1.41 | 0.6250 ± 0.1768 |',
-      '| data: test split (297) | 0.25        | -0.0010         |']
+      '| samples                | FID         | KID ×10³    |',
+      '|------------------------|-------------|-------------|',
+      '| Hat EBM (10)           | 2.00 ± 1.41 | 6.25 ± 1.77 |',
+      '| data: test split (297) | 0.25        | -3.15       |']

@@ -40,6 +40,22 @@ def kernel_distance(reference, samples, block=KID_BLOCK):
                         for r, s in zip(split(reference), split(samples))]))
 
 
+def standardized(reference, samples):
+  """Both sets in the reference's units: minus its per-dimension mean, over its per-dimension sd
+  (1 where the reference is constant, as a ReLU unit no reference image fires)."""
+  reference, samples = (np.asarray(a, np.float64) for a in (reference, samples))
+  mean, sd = reference.mean(0), reference.std(0)
+  sd = np.where(sd > 0, sd, 1.0)
+  return (reference - mean) / sd, (samples - mean) / sd
+
+
+def kid(reference, samples):
+  """KID x10^3 of standardized features: the kernel (x.y / d + 1)^3 of raw classifier features
+  is ruled by their mean (ReLU units, all positive) and its estimate's spread by their largest
+  units; standardized, x.y / d is a correlation and KID the same in any feature units."""
+  return 1e3 * kernel_distance(*standardized(reference, samples))
+
+
 def manifold_share(manifold, points, k=K_NEAREST, batch=256):
   """The share of `points` inside the k-NN manifold of `manifold`: the union of balls around its
   points reaching to their k-th nearest neighbour (Kynkaanniemi et al. 2019)."""
@@ -70,9 +86,7 @@ def recall(reference, samples):
 # metric -> (function, how results show it); a result's columns come in this order.
 METRICS = {
     'fid': (fid.frechet_distance, result_lib.FID),
-    'kid': (kernel_distance, result_lib.Metric(
-        'KID', 4, 'lower', 'unbiased MMD^2 of the features with a cubic polynomial kernel '
-        '(Binkowski et al. 2018): ~0 for samples of the data distribution at any N')),
+    'kid': (kid, result_lib.KID),
     'precision': (precision, result_lib.Metric(
         'precision', 3, 'higher', 'share of samples inside the k-NN manifold (k = 3) of the '
         'reference features (Kynkaanniemi et al. 2019): low is samples unlike any data')),

@@ -25,6 +25,11 @@ class Metric:
 
 FID = Metric('FID', 2, 'lower', 'Frechet distance between Gaussians fitted to the features of '
              'the samples and of the reference (Heusel et al. 2017)')
+# KID as this version scores it; results made before recorded a KID of label 'KID' on raw
+# features (MMD^2 itself, 4 decimals), which no reader compares with this one (check_comparable).
+KID = Metric('KID ×10³', 2, 'lower', '10^3 x the unbiased MMD^2 with a cubic polynomial kernel '
+             '(Binkowski et al. 2018) of the features standardized by the reference\'s '
+             'per-dimension mean and sd: ~0 for samples of the data distribution at any N')
 
 
 @dataclasses.dataclass
@@ -134,6 +139,26 @@ def from_record(result):
       'schema' in result or 'data' in result or any(k.endswith('_runs') for k in result)):
     return None
   return EvalResult.from_json(result)
+
+
+def check_comparable(results):
+  """Refuses to put side by side scores made with different feature networks or metric
+  definitions (FIDs of two classifiers, a KID of raw features beside one of standardized
+  features): a ValueError naming both. results: [(name, EvalResult)]."""
+  seen_net, seen_metric = {}, {}
+  for name, result in results:
+    if result.feature_net:
+      seen_net.setdefault(result.feature_net, name)
+      if len(seen_net) > 1:
+        (a, first), (b, second) = list(seen_net.items())[:2]
+        raise ValueError(f'scores made with different feature networks cannot be compared: '
+                         f'{first} ({a}) and {second} ({b}); score them again with one network')
+    for key, metric in result.metrics.items():
+      other, where = seen_metric.setdefault(key, (metric, name))
+      if other != metric:
+        raise ValueError(f'scores of different definitions of {key} cannot be compared: {where} '
+                         f'({other.label}) and {name} ({metric.label}); score them again with '
+                         'one version')
 
 
 def read(path):

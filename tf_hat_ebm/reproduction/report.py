@@ -11,6 +11,7 @@ import sys
 
 from tf_hat_ebm import errors
 from tf_hat_ebm import files
+from tf_hat_ebm.evaluation import result as result_lib
 from tf_hat_ebm.reproduction import departures
 from tf_hat_ebm.reproduction import stages as stages_lib
 from tf_hat_ebm.reproduction import tables
@@ -145,6 +146,9 @@ def build_report(records, options, figures=(), configs=None, previous=()):
   figures: the file names in the report's figures/ directory; configs: {config name: resolved
   config} of the runs, for the settings table against the paper's appendix; previous: earlier
   report.json dicts (with their 'path'), whose verdicts make a flipping check borderline."""
+  result_lib.check_comparable(
+      (stage, e) for stage, e in ((s, result_lib.from_record((r or {}).get('result')))
+                                  for s, r in records.items()) if e is not None)
   lines = header(options, records)
   data = dict(scale=options.scale, size=options.size, seeds=list(options.seeds),
               precision=options.training_precision() or 'config',

@@ -79,8 +79,13 @@ class Measured:
     self.summary = statistics.summary(values, runs)
     self.prefix, self.key, self.values = prefix, key, values
     self.shared = stage_name(records, prefix, seeds[0]) == prefix if seeds else False
-    self.others = {}
+    self.others, self.data, self.data_label = {}, {}, None
     for evaluation in evaluations(records, prefix, seeds):
+      for name, value in evaluation.data.items():  # the held-out split scored as the samples
+        self.data.setdefault(name, []).append(value)
+      if evaluation.data and evaluation.data_split:
+        self.data_label = (f'data: {evaluation.data_split} ({evaluation.data_size} images) vs '
+                           f'{evaluation.reference or "the reference"}')
       for name, shown in evaluation.metrics.items():
         if name != metric and name not in self.others and evaluation.sets(name, key):
           self.others[name] = (shown, statistics.summary(
@@ -133,6 +138,30 @@ def _other_cells(m, shown):
   """[mean ± sd over seeds] of each other metric of `shown` ('–' where m has none)."""
   return [number(m.others[name][1]['mean'], m.others[name][1]['std'], metric.digits)
           if name in m.others else DASH for name, metric in shown.items()]
+
+
+def data_row(measured, shown, width):
+  """[the row of the held-out split scored against the reference as every sample set is]: what
+  data itself scores, to read the other rows by (mean ± sd over the rows' stages and seeds; the
+  rest of its `width` cells '–'). Shown beside this version's KID (result.KID); a table of
+  results made before renders as it did."""
+  if shown.get('kid') != result_lib.KID:
+    return []
+  data, label = {}, None
+  for m in {m.prefix: m for m in measured}.values():
+    label = label or m.data_label
+    for name, values in m.data.items():
+      data.setdefault(name, []).extend(values)
+  if not data.get('fid'):
+    return []
+  digits = {name: metric.digits for name, metric in shown.items()}
+
+  def cell(name, n):
+    s = statistics.summary(data.get(name, []))
+    return number(s['mean'], s['std'], n)
+
+  row = [label, cell('fid', 2), DASH] + [cell(name, digits[name]) for name in shown]
+  return [row + [DASH] * (width - len(row))]
 
 
 def _runs(rows):
@@ -214,6 +243,7 @@ def refinement_table(records, scale, seeds, published_sngan=False):
       'ours vs SN-GAN G(Z0)', 'paper: FID ± sd', 'paper vs SN-GAN', 'stages']
   cells = [[label] + m.cells() + _other_cells(m, shown) + [rel, p_value, p_rel, m.stages()]
            for label, m, rel, p_value, p_rel in rows]
+  cells += data_row([m for _, m, *_ in rows], shown, len(headers))
   return _titled(1, markdown(headers, cells) + [''] + notes + ([''] if notes else [])), out
 
 
@@ -237,6 +267,7 @@ def synthesis_table(records, scale, seeds, configs):
              + ['ours vs G(Z)', 'paper: FID ± sd', 'stages'])
   cells = [[label] + m.cells() + _other_cells(m, shown) + [rel, p, m.stages()]
            for label, m, rel, p in rows]
+  cells += data_row([m for _, m, *_ in rows], shown, len(headers))
   peers = '; '.join(f'{config}: ' + ', '.join(f'{k} {v}' for k, v in
                                               paper.SYNTHESIS_PEERS.get(config, {}).items())
                     for _, config in configs if config in paper.SYNTHESIS_PEERS)
@@ -257,6 +288,7 @@ def retrofit_table(records, scale, seeds):
              + ['ours vs the decoder', 'paper: FID ± sd', 'stages'])
   cells = [[label] + m.cells() + _other_cells(m, shown) + [r, p, m.stages()]
            for label, m, r, p in rows]
+  cells += data_row([m for _, m, *_ in rows], shown, len(headers))
   lines = ['## Retrofit of an autoencoder\'s decoder (the paper\'s Section 4.2; no table there)',
            ''] + markdown(headers, cells) + ['']
   return lines, [dec.json(rows[0][0]), hat.json(rows[1][0], paper.RETROFIT['hat_ebm'])]
@@ -348,6 +380,7 @@ def ablation_table(records, seeds):
   cells = [[label] + m.cells() + _other_cells(m, shown)
            + [per_seed_cell(m.values, seeds, ran_away_steps(records, m.prefix, seeds)), claim,
               m.stages()] for label, m, claim in rows]
+  cells += data_row([m for _, m, *_ in rows], shown, len(headers))
   note = (f'A seed whose FID is above {COLLAPSE_FID:.0f} is marked collapsed (held-out digits '
           'missing a whole class score 13-16 at N = 1,000): its spread is a failure, not noise.')
   return (['## Ablations (FID of the Hat EBM samples)', ''] + markdown(headers, cells)
