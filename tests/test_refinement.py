@@ -157,7 +157,6 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
   from conftest import run_command  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import result as result_lib  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.tasks import sngan  # pylint: disable=g-import-not-at-top
-  from tf_hat_ebm.evaluation import features  # pylint: disable=g-import-not-at-top
   strategy = tf.distribute.get_strategy()
   gan_dir, run_dir, cache = (str(tmp_path / d) for d in ('sngan', 'refine', 'cache'))
   gan_config = tiny('digits_sngan')
@@ -167,7 +166,6 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
   config = tiny('digits_refine', **{'generator.path': gan_dir})
   Trainer(joint.JointTask(config, strategy), config, run_dir, strategy,
           verbose=False).train(2)
-  features.classifier_features(config.data, cache, epochs=1, verbose=False)  # cached for the run
 
   def evaluate_fid(workdir, *more):
     """(stdout, table rows) of evaluate_fid.py on `workdir`; it must exit 0."""
@@ -181,6 +179,7 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
   assert labels == ['SN-GAN G(Z0) (20)', 'DDLS (Langevin in z, SN-GAN D) (20)',
                     'Hat EBM X = G(Z_K) + Y_K (20)', 'data: test split (297)']
   assert 'features: digits classifier penultimate layer' in result.stdout
+  assert 'shipped)' in result.stdout and not os.path.exists(cache)  # nothing trained here
   chain = langevin.ChainSettings.from_config(config.sampling).describe()
   assert f'sampling chain {chain}; DDLS K=2' in result.stdout and 'eps_z=' in chain
   saved = result_lib.read(os.path.join(run_dir, 'fid.json')).values['fid']
