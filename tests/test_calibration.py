@@ -41,7 +41,7 @@ def test_the_inverse_n_fit_recovers_its_line_and_predicts_with_its_error():
 
 def test_memorised_digits_score_below_the_held_out_floor(setup):
   data_cfg, net, cache = setup
-  cal = calibration.calibrate(data_cfg, net, cache, num=400, runs=2)
+  cal = calibration.calibrate(data_cfg, net, cache, num=400, runs=2, replicates=3)
   # 400 > the 297 test digits: extrapolated from subsamples, none drawn twice; the training
   # digits (1,500) are measured.
   floor = cal['floor']
@@ -49,12 +49,17 @@ def test_memorised_digits_score_below_the_held_out_floor(setup):
   assert max(floor['fit']['sizes']) < 297 and len(floor['fit']['values']) == floor['runs'] == 120
   assert cal['memorisation']['method'] == 'measured' and cal['memorisation']['runs'] == 2
   assert cal['memorisation']['mean'] < floor['mean'] and floor['std'] > 0
+  # the pool's own variance: the fit refitted on bootstrap pools of the 297, spread beside it
+  assert floor['pool_bootstrap']['replicates'] == 3 and floor['total_std'] > 0
+  assert floor['total_std'] == floor['pool_bootstrap']['std']
   assert cal['dropped_class']['method'] == 'extrapolated'
   assert sum(cal['test']['counts']) == 297 and cal['test']['rarest_share'] < 0.1
   assert cal['test']['nn_p5'] < cal['test']['nn_mean']
-  whole = calibration.calibrate(data_cfg, net, cache, num=297, runs=3)  # the whole test split
+  whole = calibration.calibrate(data_cfg, net, cache, num=297, runs=3,  # the whole test split
+                                replicates=3)
   assert whole['floor']['runs'] == 1 and whole['floor']['std'] is None
   assert whole['floor']['method'] == 'measured' and whole['memorisation']['runs'] == 3
+  assert 'pool_bootstrap' not in whole['floor']  # measured: nothing extrapolated to spread
 
   train = calibration.split_images(data_cfg, 'train')
   copies = calibration.coverage(train[:200], net, data_cfg, cal)
@@ -71,10 +76,14 @@ def test_memorised_digits_score_below_the_held_out_floor(setup):
   assert 'extrapolated from 297 images' in text and 'with replacement' not in text
 
 
-def gap_cal(floor=1.4, std=0.2):
+def gap_cal(floor=1.4, std=0.2, total=0.2):
   fit = dict(a=0.7, b=700.0, a_std=0.3)
-  return dict(num=1000, floor=dict(mean=floor, std=std, method='extrapolated', fit=fit),
-              memorisation=dict(mean=0.2, std=0.05), dropped_class=dict(mean=15.4, label=0))
+  floor = dict(mean=floor, std=std, method='extrapolated', fit=fit, pool=297)
+  if total is not None:
+    floor.update(total_std=total, pool_bootstrap=dict(std=total, mean=floor['mean'] + 0.5,
+                                                      replicates=50))
+  return dict(num=1000, floor=floor, memorisation=dict(mean=0.2, std=0.05),
+              dropped_class=dict(mean=15.4, label=0))
 
 
 def test_the_gap_paragraph_is_computed_from_the_numbers():
@@ -84,9 +93,49 @@ def test_the_gap_paragraph_is_computed_from_the_numbers():
   assert 'held-out digits would score 0.70 ± 0.30' in text
   assert 'without class 0 15.40, 14.00 above the floor' in text
   assert 'synthesis 8.40 (+7.00, 0.50 of a missing class)' in text
-  assert 'as close to the data as this FID can tell at this N: close.' in text  # 0.5 < 0.89
+  assert 'of the floor from held-out digits: close.' in text  # 0.5 < 0.89
   assert 'check the nearest-training-image column for copies): copycat.' in text
   assert 'none' not in text.split('Each model')[1]
   assert 'most of the floor' not in text and '~2' not in text  # no fixed text
   other = tables.gap_lines(gap_cal(floor=3.0, std=0.1), [('synthesis', 8.4, 1.0)])[0]
   assert 'synthesis 8.40 (+5.40, 0.44 of a missing class)' in other
+
+
+def test_only_the_floors_interval_with_its_pools_variance_places_a_model_at_the_floor():
+  # The committed report's case: synthesis 1.80 (eval sd 0.23) against a floor of 1.04.
+  fids = [('synthesis', 1.80, 0.23)]
+  fit_only = tables.gap_lines(gap_cal(floor=1.04, std=0.32, total=0.32), fids)[0]
+  assert 'of the floor from held-out digits: synthesis.' in fit_only
+  # with the pool's variance (sd 0.8) the margin is 2 x sqrt(0.8^2 + 0.23^2) = 1.66: still at it
+  pooled = tables.gap_lines(gap_cal(floor=1.04, std=0.32, total=0.8), fids)[0]
+  assert '1.04 ± 0.32 (± 0.80 with their pool\'s own variance)' in pooled
+  assert ('as close to the data as this FID can tell at this N, which tells no model within '
+          'about ±1.60 of the floor from held-out digits: synthesis.') in pooled
+  # 2.5 above a floor of 1.04 is outside 2 x sqrt(0.32^2 + 0.23^2) = 0.79 but not 1.66
+  far = [('synthesis', 2.5, 0.23)]
+  assert 'can tell at this N' not in tables.gap_lines(gap_cal(1.04, 0.32, 0.32), far)[0]
+  assert 'held-out digits: synthesis' in tables.gap_lines(gap_cal(1.04, 0.32, 0.8), far)[0]
+  # a record without the pool's bootstrap places no model at the floor, and says why
+  old = tables.gap_lines(gap_cal(floor=1.04, std=0.32, total=None), fids)[0]
+  assert 'can tell at this N' not in old and 'No model is placed at the floor' in old
+  # pylint: disable-next=protected-access
+  row = tables._reference_row('floor', gap_cal(total=0.8)['floor'])
+  assert row[1] == "1.40 ± 0.20; ± 0.80 with the pool's own variance (50 bootstrap pools)"
+
+
+def test_the_pools_bootstrap_spreads_the_fit_over_pools():
+  # Features whose FID against the reference is the squared mean shift: a pool's mean is off the
+  # population's by ~1/sqrt(60), which the fit's error over subsamples of that pool cannot see.
+  rng = np.random.RandomState(0)
+  reference = np.zeros([4, 1])
+  pool = rng.standard_normal([60, 1]) + 1.0
+
+  def distance(_, acts):
+    return float(acts.mean() ** 2)
+  rows = np.arange(60)
+  fit = calibration.fit_inverse_n(*calibration.subsample_values(
+      reference, pool, rows, rng, distance), 100)
+  boot = calibration.pool_bootstrap(reference, pool, rows, 100, rng, 40, distance)
+  assert boot['replicates'] == 40 and boot['std'] > 3 * fit['std']
+  # the squared mean of 60 draws around 1 + e: sd ~ 2 x (1 + e) / sqrt(60)
+  assert 0.15 < boot['std'] < 0.4

@@ -137,6 +137,32 @@ def test_the_committed_report_is_what_todays_tables_make_of_its_records():
   assert report_lib.rebuild(edited)[0] != markdown
 
 
+def test_the_settings_pages_expected_results_are_the_reports():
+  """docs/digits_settings.md's expected results and cost: quote.expected_block of report.json."""
+  with open(os.path.join(REPO, quote.REPORT)) as f:
+    report = json.load(f)
+  expected = quote.expected_block(report)
+  got = quote.quoted(_text(os.path.join(REPO, quote.SETTINGS_PAGE), code=True),
+                     quote.EXPECTED_BEGIN, quote.EXPECTED_END)
+  assert got == expected, f'{quote.SETTINGS_PAGE} quotes other numbers: rerun quote.py'
+  synth = next(line for line in expected if line.startswith('| `digits_synth.py`'))
+  per_seed = next(r for r in report['tables']['synthesis']
+                  if r['label'].startswith('Hat EBM'))['per_seed']
+  assert f'X = G(Z) + Y {min(per_seed):.2f}-{max(per_seed):.2f};' in synth
+  assert synth.endswith(' | 9,000 | 1,209-1,964 |')  # steps, and the seeds' stage seconds
+  edited = json.loads(json.dumps(report))
+  edited['stages']['synthesis_s1']['seconds'] = 99.0
+  assert quote.expected_block(edited) != expected
+
+
+def test_the_run_time_of_the_default_is_the_same_on_every_page():
+  """The README's quick start and the package's description give the default's time alike."""
+  said = re.compile(r'(\d+) to (\d+) minutes on 2 idle cores')
+  readme = said.findall(_text(os.path.join(REPO, 'README.md')))
+  package = said.findall(_text(os.path.join(REPO, 'docs', 'package.md'), code=True))
+  assert readme and package and package[0] == readme[0], (readme, package)
+
+
 def test_rebuilding_a_report_that_is_not_one_is_a_line_and_writes_nothing(tmp_path):
   from tf_hat_ebm.reproduction import report as report_lib  # pylint: disable=g-import-not-at-top
   (tmp_path / 'report.json').write_text('{"scale": "digits"}')

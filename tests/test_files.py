@@ -22,14 +22,14 @@ from conftest import REPO
 @pytest.fixture(name='docs_root')
 def docs_root_fixture(tmp_path):
   """A copy of the pages the quoter rewrites and the report they quote."""
-  for page in quote.PAGES + (quote.REPORT,):
+  for page in quote.ALL_PAGES + (quote.REPORT,):
     os.makedirs(tmp_path / os.path.dirname(page), exist_ok=True)
     shutil.copyfile(os.path.join(REPO, page), tmp_path / page)
   return tmp_path
 
 
 def pages(root):
-  return {page: (root / page).read_bytes() for page in quote.PAGES}
+  return {page: (root / page).read_bytes() for page in quote.ALL_PAGES}
 
 
 def run_quote(root, fsize=None):
@@ -56,7 +56,8 @@ def test_quote_rewrites_every_page_atomically(docs_root):
   assert result.returncode == 0, result.stderr
   assert '| stale | 0.00 |' not in readme.read_text()
   assert listing(docs_root) == before  # no temporary file left
-  assert pages(docs_root) == {p: open(os.path.join(REPO, p), 'rb').read() for p in quote.PAGES}
+  assert pages(docs_root) == {p: open(os.path.join(REPO, p), 'rb').read()
+                              for p in quote.ALL_PAGES}
 
 
 def swap_markers(root):

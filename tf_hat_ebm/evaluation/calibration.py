@@ -28,6 +28,11 @@ from tf_hat_ebm.evaluation import fid
 # scatter by +-5 and dominate an unweighted fit. 20 draws per size make the fit's error ~0.3.
 FIT_FRACTIONS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 FIT_DRAWS = 20  # subsamples per size
+# The fit's standard error is conditional on the one pool: every subsample shares its images. Its
+# spread over pools is measured by refitting on bootstrap pools (the pool's own images drawn with
+# replacement; benchmarks/floor_coverage.py: how often each interval covers the truth); an sd from
+# 50 replicates is itself within ~10%.
+POOL_REPLICATES = 50
 
 
 def _mean_std(values):
@@ -49,7 +54,8 @@ def fit_inverse_n(sizes, values, at):
               a_std=float(np.sqrt(cov[1, 1])), b_std=float(np.sqrt(cov[0, 0])))
 
 
-def fid_at(train, acts, num, runs, rng, keep=None, copies=False):
+def fid_at(train, acts, num, runs, rng, keep=None, copies=False, bootstrap=None,
+           replicates=POOL_REPLICATES):
   """FID against `train` of `num` rows of `acts` (only rows where `keep`), none drawn twice;
   `copies` (the memorisation bound, whose pool is the train split itself): a pool smaller than
   num is drawn with replacement, as a generator that copies its training images repeats them.
@@ -57,7 +63,9 @@ def fid_at(train, acts, num, runs, rng, keep=None, copies=False):
   num <= the pool: `runs` draws without replacement (one: the whole pool), method 'measured'.
   Larger: a fit (fit_inverse_n) over subsamples of FIT_FRACTIONS of the pool, FIT_DRAWS each,
   extrapolated to num, method 'extrapolated' with {mean, std (the fit's standard error),
-  fit: {a, b, ..., sizes, values}}.
+  fit: {a, b, ..., sizes, values}}; with `bootstrap` (a RandomState of its own, so the other
+  draws stay as they were), also the pool's own variance over `replicates` bootstrap pools:
+  pool_bootstrap and total_std (its sd, the fit's noise included).
   """
   rows = np.arange(len(acts)) if keep is None else np.flatnonzero(keep)
   pool = len(rows)
@@ -70,15 +78,42 @@ def fid_at(train, acts, num, runs, rng, keep=None, copies=False):
                                         for _ in range(runs)]
     return dict(_mean_std([fid.frechet_distance(train, acts[d]) for d in draws]),
                 method='measured', pool=pool)
+  sizes, values = subsample_values(train, acts, rows, rng)
+  fit = fit_inverse_n(sizes, values, num)
+  out = dict(mean=fit.pop('mean'), std=fit.pop('std'), runs=len(values), method='extrapolated',
+             pool=pool, fit=dict(fit, sizes=sizes, values=values))
+  if bootstrap is not None:
+    out['pool_bootstrap'] = pool_bootstrap(train, acts, rows, num, bootstrap, replicates)
+    out['total_std'] = out['pool_bootstrap']['std']
+  return out
+
+
+def subsample_values(train, acts, rows, rng, distance=None):
+  """(sizes, FIDs) of FIT_DRAWS subsamples of each FIT_FRACTIONS of `rows` (indices into `acts`,
+  drawn without replacement of their positions)."""
+  distance = distance or fid.frechet_distance
   sizes, values = [], []
   for fraction in FIT_FRACTIONS:
-    n = int(round(fraction * pool))
+    n = int(round(fraction * len(rows)))
     for _ in range(FIT_DRAWS):
       sizes.append(n)
-      values.append(fid.frechet_distance(train, acts[rng.choice(rows, n, replace=False)]))
-  fit = fit_inverse_n(sizes, values, num)
-  return dict(mean=fit.pop('mean'), std=fit.pop('std'), runs=len(values), method='extrapolated',
-              pool=pool, fit=dict(fit, sizes=sizes, values=values))
+      values.append(distance(train, acts[rng.choice(rows, n, replace=False)]))
+  return sizes, values
+
+
+def pool_bootstrap(train, acts, rows, num, rng, replicates=POOL_REPLICATES, distance=None):
+  """The fit's estimate at `num` refitted on `replicates` bootstrap pools (len(rows) of `rows`
+  drawn with replacement): {std (the spread of the estimate over pools, the fit's own noise
+  included), mean, replicates}. Only the spread is used: a bootstrap pool repeats images, which
+  raises its subsamples' FID, so its estimates sit above the fit's (their mean says by how much)."""
+  estimates = []
+  for _ in range(replicates):
+    pool = rng.choice(rows, len(rows), replace=True)
+    estimates.append(fit_inverse_n(*subsample_values(train, acts, pool, rng, distance), num)[
+        'mean'])
+  estimates = np.asarray(estimates)
+  return dict(std=float(estimates.std(ddof=1)), mean=float(estimates.mean()),
+              replicates=replicates)
 
 
 def split_images(data_cfg, split):
@@ -114,7 +149,8 @@ def nearest_distances(images, train_images, batch_size=500):
   return np.concatenate(out)
 
 
-def calibrate(data_cfg, feature_net, cache_dir, num, runs=3, seed=0):
+def calibrate(data_cfg, feature_net, cache_dir, num, runs=3, seed=0,
+              replicates=POOL_REPLICATES):
   """The metric's reference points at `num` samples (fid_at: measured over `runs` draws without
   replacement, or extrapolated from a fit where a set is smaller than `num`).
 
@@ -136,7 +172,9 @@ def calibrate(data_cfg, feature_net, cache_dir, num, runs=3, seed=0):
   histogram = class_histogram(classes, num_classes)
   dropped = fid_at(train, test, num, runs, rng, classes != histogram['rarest_class'])
   distances = nearest_distances(test_images, train_images)
-  return dict(num=num, test_size=len(test), floor=fid_at(train, test, num, runs, rng),
+  return dict(num=num, test_size=len(test),
+              floor=fid_at(train, test, num, runs, rng, replicates=replicates,
+                           bootstrap=np.random.RandomState([seed, 1]) if replicates else None),
               memorisation=fid_at(train, train, num, runs, rng, copies=True),
               dropped_class=dict(dropped, label=histogram['rarest_class']),
               test=dict(histogram, nn_mean=float(distances.mean()),

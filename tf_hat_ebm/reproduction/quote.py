@@ -1,7 +1,8 @@
 """The committed reproduction's numbers as the docs quote them: one source, report.json.
 
 README.md, docs/results.md and docs/reproduce.md hold a block between BEGIN and END that is
-`block(report)` for the committed docs/reproduction/digits/report.json; tests/test_docs.py fails
+`block(report)` for the committed docs/reproduction/digits/report.json, and
+docs/digits_settings.md its expected results and cost (expected_block); tests/test_docs.py fails
 when a page's block differs, and `python -m tf_hat_ebm.reproduction.quote` rewrites the blocks
 after a new report is committed: every page is built in memory and checked first, and all are
 written atomically or none (a failure leaves every page byte for byte as it was). Pure Python.
@@ -69,6 +70,10 @@ def _floor(report):
                          'fit\'s standard error',
          'measured': 'drawn without replacement'}
   how = how.get(floor.get('method'), f'drawn with replacement from the {pool}')
+  if floor.get('total_std') is not None:
+    how += f'; ± {floor["total_std"]:.2f} with the pool\'s own variance, a bootstrap of the pool'
+  elif floor.get('method') == 'extrapolated':
+    how += ', without the pool\'s own variance'
   return (f'the floor, {n:,} held-out digits, scores {floor["mean"]:.2f} ± {floor["std"]:.2f} '
           f'({how}; the report\'s calibration section)')
 
@@ -132,37 +137,86 @@ def _plateau(arms):
   return lines
 
 
-def quoted(text):
-  """The block in a page's text (its lines from BEGIN to END), or None."""
+def quoted(text, begin=BEGIN, end=END):
+  """The block in a page's text (its lines from `begin` to `end`), or None."""
   lines = text.splitlines()
-  if BEGIN not in lines or END not in lines:
+  if begin not in lines or end not in lines:
     return None
-  return lines[lines.index(BEGIN):lines.index(END) + 1]
+  return lines[lines.index(begin):lines.index(end) + 1]
 
 
-def check_markers(text, page):
-  """A page holds BEGIN once and END once after it, else a ValueError naming the page."""
+def check_markers(text, page, begin=BEGIN, end=END):
+  """A page holds `begin` once and `end` once after it, else a ValueError naming the page."""
   lines = text.splitlines()
-  counts = {marker: lines.count(marker) for marker in (BEGIN, END)}
-  if counts != {BEGIN: 1, END: 1}:
-    raise ValueError(f'{page} holds its BEGIN marker {counts[BEGIN]} and its END marker '
-                     f'{counts[END]} times, not once each ({BEGIN} ... {END})')
-  if lines.index(END) < lines.index(BEGIN):
-    raise ValueError(f'{page}: its END marker ({END}) is above its BEGIN marker: put it back '
+  counts = {marker: lines.count(marker) for marker in (begin, end)}
+  if counts != {begin: 1, end: 1}:
+    raise ValueError(f'{page} holds its BEGIN marker {counts[begin]} and its END marker '
+                     f'{counts[end]} times, not once each ({begin} ... {end})')
+  if lines.index(end) < lines.index(begin):
+    raise ValueError(f'{page}: its END marker ({end}) is above its BEGIN marker: put it back '
                      'below the block')
 
 
 def rewrite(text, report, page='the page'):
-  """The page's text with its block replaced by block(report), checked: its markers in order,
-  and the new text quoting exactly block(report)."""
-  check_markers(text, page)
+  """The page's text with its block replaced by what BLOCKS builds for it (block(report) unless
+  named there), checked: its markers in order, and the new text quoting exactly that block."""
+  begin, end, build = BLOCKS.get(page, (BEGIN, END, block))
+  check_markers(text, page, begin, end)
   lines = text.splitlines()
-  start, end = lines.index(BEGIN), lines.index(END)
-  quote = block(report)
-  new = '\n'.join(lines[:start] + quote + lines[end + 1:]) + '\n'
-  if quoted(new) != quote:  # never a page that does not hold exactly the quote
+  start, stop = lines.index(begin), lines.index(end)
+  quote = build(report)
+  new = '\n'.join(lines[:start] + quote + lines[stop + 1:]) + '\n'
+  if quoted(new, begin, end) != quote:  # never a page that does not hold exactly the quote
     raise ValueError(f'{page}: the rewritten page does not hold the quote as built')
   return new
+
+
+# docs/digits_settings.md's expected results and cost: each config's FIDs over the committed
+# report's seeds, and its stage's seconds. (config, [(what, table, row start)], stage prefix)
+EXPECTED_BEGIN = '<!-- expected results of docs/reproduction/digits/report.json (quote.py) -->'
+EXPECTED_END = '<!-- end of the expected results of report.json -->'
+SETTINGS_PAGE = os.path.join('docs', 'digits_settings.md')
+EXPECTED = (
+    ('digits_synth.py', (('X = G(Z) + Y', 'synthesis', 'Hat EBM'),
+                         ('its generator alone G(Z)', 'synthesis', 'its generator')), 'synthesis'),
+    ('digits_sngan.py', (('SN-GAN', 'refinement', 'retrained SN-GAN'),), 'sngan'),
+    ('digits_refine.py', (('Hat EBM', 'refinement', 'Hat EBM'), ('DDLS', 'refinement', 'DDLS'),
+                          ('its SN-GAN G(Z0)', 'refinement', 'SN-GAN G(Z0)')), 'refinement'),
+    ('digits_autoencoder.py', (), 'autoencoder'),
+    ('digits_retrofit.py', (('Hat EBM', 'retrofit', 'Hat EBM'),
+                            ('decoder of N(0, I)', 'retrofit', 'decoder')), 'retrofit'),
+)
+
+
+def _range(values, digits=2):
+  values = [v for v in values if v is not None]
+  if not values:
+    return '–'
+  low, high = min(values), max(values)
+  return f'{low:,.{digits}f}' if low == high else f'{low:,.{digits}f}-{high:,.{digits}f}'
+
+
+def expected_block(report):
+  """The lines docs/digits_settings.md quotes: per config the range over seeds of each FID row
+  and of its stages' steps and seconds (training, its FIDs, every attempt)."""
+  seeds = report['seeds']
+  stages = report['stages']
+  lines = [EXPECTED_BEGIN, '', f'The committed reproduction (seeds {", ".join(map(str, seeds))}, '
+           'FID of 2 x 1,000 samples, lowest-highest over the seeds; a stage\'s seconds are its '
+           'training and FIDs, two stages at a time on 2 cores):', '',
+           '| config | FID over seeds | steps | stage seconds over seeds |', '|---|---|---|---|']
+  for config, rows, prefix in EXPECTED:
+    fids = '; '.join(f'{what} {_range(_row(report, table, start)["per_seed"])}'
+                     for what, table, start in rows) or 'not scored'
+    records = [stages.get(f'{prefix}_s{seed}', {}) for seed in seeds]
+    steps = _range([r.get('step') for r in records], 0)
+    seconds = _range([r.get('seconds') for r in records], 0)
+    lines.append(f'| `{config}` | {fids} | {steps} | {seconds} |')
+  return lines + ['', EXPECTED_END]
+
+
+BLOCKS = {SETTINGS_PAGE: (EXPECTED_BEGIN, EXPECTED_END, expected_block)}
+ALL_PAGES = PAGES + tuple(BLOCKS)  # every page the quoter rewrites
 
 
 def read_report(root):
@@ -179,7 +233,7 @@ def build_pages(root='.'):
   page or the report's missing row before anything is written."""
   report = read_report(root)
   pages = {}
-  for page in PAGES:
+  for page in ALL_PAGES:
     path = os.path.join(root, page)
     try:
       with open(path) as f:
@@ -207,7 +261,7 @@ def main(root='.'):
     sys.exit(f'error: {e}; no page written')
   except OSError as e:
     sys.exit(f'error: {files.cannot_write(e.filename or root, e)}; every page left as it was')
-  for page in PAGES:
+  for page in ALL_PAGES:
     print(f'{page}: the numbers of {REPORT}')
 
 

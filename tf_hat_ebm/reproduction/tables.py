@@ -777,7 +777,10 @@ def _reference_row(label, entry, replaced=False):
          'with replacement': f' (drawn with replacement from {pool}, as a copier repeats)'}
   how = how.get(entry.get('method'), ' (drawn with replacement)' if replaced else '')
   draws = 'fit' if entry.get('method') == 'extrapolated' else entry['runs']
-  return [label + how, number(entry['mean'], entry['std']), draws]
+  total = entry.get('total_std')
+  pools = '' if total is None else (f'; ± {total:.2f} with the pool\'s own variance '
+                                    f'({entry["pool_bootstrap"]["replicates"]} bootstrap pools)')
+  return [label + how, number(entry['mean'], entry['std']) + pools, draws]
 
 
 def gap_lines(cal, fids=()):
@@ -786,8 +789,12 @@ def gap_lines(cal, fids=()):
   fids: [(label, mean FID over seeds, its eval sd)] of the models to place."""
   n, floor, bound, dropped = cal['num'], cal['floor'], cal['memorisation'], cal['dropped_class']
   f, e = floor['mean'], floor['std'] or 0.0
+  # The floor's real uncertainty: the pool's own variance with the fit's (calibration.py); a
+  # fit's error alone, conditional on its one pool, places no model at the floor.
+  total = floor.get('total_std', None if floor.get('method') == 'extrapolated' else e)
   text = [f'What a gap means, from the numbers above. {n:,} held-out digits score {f:.2f} '
-          f'± {e:.2f}']
+          f'± {e:.2f}' + ('' if total is None or total == e else
+                          f' (± {total:.2f} with their pool\'s own variance)')]
   fit = floor.get('fit')
   if fit:
     bias = fit['b'] / n
@@ -801,7 +808,7 @@ def gap_lines(cal, fids=()):
   for label, mean, eval_sd in fids:
     if mean is None:
       continue
-    margin = 2 * (e ** 2 + (eval_sd or 0.0) ** 2) ** 0.5
+    margin = 2 * ((total or 0.0) ** 2 + (eval_sd or 0.0) ** 2) ** 0.5
     gap = mean - f
     share = gap / (dropped['mean'] - f) if dropped['mean'] != f else float('nan')
     placed.append(f'{label} {mean:.2f} ({gap:+.2f}, {share:.2f} of a missing class)')
@@ -812,10 +819,17 @@ def gap_lines(cal, fids=()):
   if placed:
     text.append(' Each model above the floor, in units of that missing-class gap: '
                 + '; '.join(placed) + '.')
+  if total is None:
+    text.append(' No model is placed at the floor: its ± is the fit\'s error on one pool of '
+                f'{floor.get("pool", "?")} images, without the pool\'s own variance (this record '
+                'predates its bootstrap), so how close to the data a model is cannot be read '
+                'from it.')
+    at_floor, below = [], []
   if at_floor:
-    text.append(' Within twice the combined sd (the floor\'s and the model\'s eval sd) of the '
-                'floor, as close to the data as this FID can tell at this N: '
-                + ', '.join(at_floor) + '.')
+    text.append(' Within twice the combined sd (the floor\'s with its pool\'s variance, and '
+                'the model\'s eval sd) of the floor, as close to the data as this FID can tell '
+                f'at this N, which tells no model within about ±{2 * total:.2f} of the floor '
+                'from held-out digits: ' + ', '.join(at_floor) + '.')
   if below:
     text.append(' Below the floor by more than that (closer to the training statistics than '
                 'held-out digits; check the nearest-training-image column for copies): '
