@@ -3,8 +3,10 @@ directory a killed command left is taken over or cleaned with a line saying so, 
 its message suggests works; a read-only or full filesystem is one line naming the path and what
 to do, never a traceback."""
 import errno
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -112,3 +114,30 @@ def test_a_signal_mid_chain_stops_sample_within_seconds(trained_workdir, tmp_pat
   assert lines == ['error: interrupted'], err
   # nothing half-written: the output holds no staging directory, lock nor part
   assert not output.exists() or os.listdir(output) == []
+
+
+@pytest.mark.parametrize('script, lock', [
+    ('sample', ''), ('export', json.dumps(dict(pid=2**22 + 7, host=socket.gethostname()))),
+    ('compare_baselines', '{garbled')])
+def test_a_killed_runs_lock_and_staging_are_taken_over_and_the_rerun_works(
+    tmp_path, capsys, script, lock):
+  """What SIGKILL or a full disk leaves (an empty or dead lock, a staging directory): the same
+  command, without --overwrite, takes it over and writes its output."""
+  from tf_hat_ebm import outputs  # pylint: disable=g-import-not-at-top
+  (tmp_path / f'.{script}.lock').write_text(lock)
+  staging = tmp_path / f'.{script}-staging-k1ll3d'
+  (staging / 'variables').mkdir(parents=True)
+  (staging / 'variables' / 'variables.data-00000-of-00001').write_bytes(b'half')
+  with outputs.OwnedOutput(str(tmp_path), script, False, 'output') as out:
+    (tmp_path / os.path.basename(out.staging) / 'result.txt').write_text('whole')
+    out.commit()
+  assert sorted(os.listdir(tmp_path)) == [f'.{script}.manifest.json', 'result.txt']
+  said = capsys.readouterr().out
+  assert f'Taking over the stale lock {tmp_path}/.{script}.lock' in said
+  assert f'Removed {staging}, left by a killed {script} run.' in said
+  # A live run's lock is still its own: refused, nothing removed.
+  (tmp_path / f'.{script}.lock').write_text(json.dumps(dict(
+      pid=os.getpid(), host=socket.gethostname(), start=workdir_lib.process_start(os.getpid()))))
+  with pytest.raises(workdir_lib.WorkdirLockedError, match=f'another {script} run'):
+    outputs.OwnedOutput(str(tmp_path), script, True, 'output').__enter__()
+  assert (tmp_path / 'result.txt').read_text() == 'whole'

@@ -15,13 +15,22 @@ from tf_hat_ebm import workdir as workdir_lib
 WORKDIR_OWN = ('checkpoints', 'tensorboard', 'samples')
 
 
-def check_output_dir(path, overwrite, flag, owned=()):
+def leftovers(script):
+  """What a killed run of `script` leaves in its output (its lock, staging, the aside directory
+  and journal of a commit): the next run takes over or cleans them (OwnedOutput.__enter__), so
+  they never make the output a used one."""
+  return lambda name: (name in (f'.{script}.lock', f'.{script}.commit.json')
+                       or name.startswith((f'.{script}-staging-', f'.{script}-old-')))
+
+
+def check_output_dir(path, overwrite, flag, owned=(), script=None):
   """Fails unless `path` can take a script's outputs (see OwnedOutput); its entries.
 
   A workdir (or its checkpoints/, tensorboard/, samples/) is never an output: the run's files
   there are not the script's to replace. A non-empty directory needs `overwrite`, and even then
   an entry of the same name as one of the script's outputs (`owned`) that the script's manifest
-  does not list is an error, not replaced.
+  does not list is an error, not replaced. The leftovers of a killed run of `script` do not
+  count.
   """
   if not path:
     raise ValueError(f'--{flag} is empty: give a directory')
@@ -37,6 +46,8 @@ def check_output_dir(path, overwrite, flag, owned=()):
                      f'({", ".join(WORKDIR_OWN)}): give a directory of its own, e.g. '
                      f'{os.path.join(parent if name in WORKDIR_OWN else path, "generated")}')
   entries = [e.rstrip('/') for e in tf.io.gfile.listdir(path)] if tf.io.gfile.exists(path) else []
+  if script:
+    entries = [e for e in entries if not leftovers(script)(e)]
   if entries and not overwrite:
     shown = ', '.join(sorted(entries)[:3])
     raise ValueError(f'--{flag}={path} is not empty ({shown}{", ..." if len(entries) > 3 else ""})'
@@ -170,7 +181,7 @@ class OwnedOutput:
 
   def check(self):
     """The early check (before the work): the path can take this script's outputs."""
-    check_output_dir(self.path, self.overwrite, self.flag)
+    check_output_dir(self.path, self.overwrite, self.flag, script=self.script)
 
   def __enter__(self):
     self.check()
@@ -186,6 +197,8 @@ class OwnedOutput:
       for name in tf.io.gfile.listdir(self.path):  # left by a killed run of this script
         if name.startswith((f'.{self.script}-staging-', f'.{self.script}-old-')):
           remove(os.path.join(self.path, name.rstrip('/')))
+          print(f'Removed {os.path.join(self.path, name.rstrip("/"))}, left by a killed '
+                f'{self.script} run.', flush=True)
       local = '://' not in self.path
       self.staging = tempfile.mkdtemp(prefix=f'.{self.script}-staging-',
                                       dir=self.path if local else None)
