@@ -224,8 +224,8 @@ def test_a_second_writer_on_one_output_is_refused(tmp_path):
   with outputs.OwnedOutput(str(tmp_path), 'sample', True, 'output') as first:
     with pytest.raises(PermissionError, match='in use by another sample run'):
       write_owned(tmp_path, ['a.png'], overwrite=True)
-    with pytest.raises(ValueError, match='is not empty'):
-      write_owned(tmp_path, ['a.png'])
+    with pytest.raises(PermissionError, match='in use by another sample run'):
+      write_owned(tmp_path, ['a.png'])  # its lock and staging alone: in use, not 'not empty'
     (tmp_path / 'late.png').write_text('another command')  # appeared while this one worked
     first.overwrite = False
     with pytest.raises(FileExistsError, match='was written to while this run worked'):
