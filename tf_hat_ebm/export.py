@@ -25,6 +25,7 @@ import dataclasses
 import math
 import os
 import shutil
+import sys
 import tempfile
 
 from google.protobuf import message
@@ -32,6 +33,7 @@ import numpy as np
 import tensorflow as tf
 
 import tf_hat_ebm
+from tf_hat_ebm import errors
 from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
 from tf_hat_ebm import outputs
@@ -295,7 +297,8 @@ def describe(module, run):
 
 def _measured(workdir):
   """The scores of workdir's fid.json (each labelled by its metric) and the OOD AUROCs of its
-  ood.json, as markdown lines."""
+  ood.json, as markdown lines. A file there that cannot be read (another schema, no metrics, a
+  malformed field) is named in the card and in a warning, never taken for no file."""
   lines = []
   for name in ('fid.json', 'ood.json'):
     path = os.path.join(workdir, name) if workdir else ''
@@ -304,12 +307,18 @@ def _measured(workdir):
     try:
       with tf.io.gfile.GFile(path) as f:
         saved = workdir_lib.parse_json(f.read())
+      if name == 'ood.json' and not isinstance(saved, dict):
+        raise ValueError(f'an OOD result is a JSON object, not {type(saved).__name__}')
       result = result_lib.EvalResult.from_json(saved) if name == 'fid.json' else saved
-    except (ValueError, tf.errors.OpError):
-      continue
-    if not isinstance(result, dict) and name == 'ood.json':
-      continue
-    lines += _scores(result) if name == 'fid.json' else _aurocs(result)
+      found = _scores(result) if name == 'fid.json' else _aurocs(result)
+      if not found:
+        raise ValueError('it holds no finite score')
+    except (ValueError, tf.errors.OpError) as e:
+      reason = errors.one_line(e)
+      print(f'warning: {path} is not read into the model card ({reason}); rerun its evaluation '
+            'with --overwrite to record its scores', file=sys.stderr, flush=True)
+      found = [f'- {name}: not read ({text_lib.markdown(reason)})']
+    lines += found
   return lines
 
 

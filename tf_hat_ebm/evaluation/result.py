@@ -82,22 +82,32 @@ class EvalResult:
       raise ValueError(f'an evaluation result of schema {saved["schema"]!r}; this version reads '
                        f'schema {SCHEMA} and files without a schema')
     fields = {f.name for f in dataclasses.fields(cls)}
+    for field in ('methods', 'metrics', 'values'):  # empty when none was scored (compare)
+      if not isinstance(saved.get(field), dict):
+        raise ValueError(f'field {field} is {json.dumps(saved.get(field))[:40]}, not an object '
+                         '(a malformed evaluation result)')
     try:
       values = {k: v for k, v in saved.items() if k in fields}
-      values['metrics'] = {k: _metric(m) for k, m in saved['metrics'].items()}
+      values['metrics'] = {k: _metric(m, k) for k, m in saved['metrics'].items()}
       values['values'] = {metric: {method: [float(v) for v in sets] for method, sets in
                                    by_method.items()} for metric, by_method in
                           saved['values'].items()}
       return cls(**values)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
+      if str(e).startswith('field '):  # named already
+        raise ValueError(str(e)) from None
       raise ValueError(f'a malformed evaluation result ({type(e).__name__}: {e})') from None
 
 
-def _metric(saved):
+def _metric(saved, key='?'):
   metric = Metric(**saved)
-  if not (isinstance(metric.label, str) and isinstance(metric.digits, int)
-          and 0 <= metric.digits <= 10 and isinstance(metric.better, str)):
-    raise ValueError(f'a metric of label {metric.label!r}, digits {metric.digits!r}')
+  for field, ok in (('label', isinstance(metric.label, str)),
+                    ('digits', isinstance(metric.digits, int) and not isinstance(
+                        metric.digits, bool) and 0 <= metric.digits <= 10),
+                    ('better', isinstance(metric.better, str))):
+    if not ok:
+      raise ValueError(f'field metrics.{key}.{field} is {json.dumps(getattr(metric, field))}, '
+                       f'not {"a whole number of decimals 0-10" if field == "digits" else "text"}')
   return metric
 
 
