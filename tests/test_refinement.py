@@ -83,9 +83,16 @@ def test_factory_source_and_config_errors():
   config.generator.path = 'no_such_module:fn'
   with pytest.raises(ValueError, match="cannot import generator factory 'no_such_module:fn'"):
     generators.load(config)
-  config.generator.latent_shape = ()
-  with pytest.raises(ValueError, match='needs generator.latent_shape'):
+  config.generator.update(latent_shape=(), path='test_refinement:unshaped_decoder')
+  with pytest.raises(ValueError, match=r'needs generator.latent_shape \(its signature does not'):
     generators.load(config)
+  config.generator.path = 'test_refinement:tiny_decoder'  # a Keras model's input states it
+  assert generators.load(config)[0].latent_shape == (4,)
+
+
+def unshaped_decoder():
+  """A generator whose signature states no latent shape (a plain function)."""
+  return lambda z: tf.zeros([tf.shape(z)[0], 16, 16, 1])
 
 
 def test_divergence_rollback_serves_the_joint_task_too(saved_decoder, tmp_path):

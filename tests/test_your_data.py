@@ -224,3 +224,42 @@ def test_folder_data_scores_on_named_features_and_refuses_to_mix_them(
   assert result.returncode == 1
   assert 'scores on different features are never mixed' in result.stderr
   assert result_lib.read(output).feature_net == saved.feature_net  # kept
+
+
+def save_generator(path, scale=1.0):
+  """A user's generator SavedModel: latents [4] -> sigmoid images [16, 16, 1] times `scale`."""
+  from tf_hat_ebm.keras_compat import keras  # pylint: disable=g-import-not-at-top
+  keras.utils.set_random_seed(0)
+  model = keras.Sequential([
+      keras.layers.Input([4]), keras.layers.Dense(4 * 4 * 4, activation='relu'),
+      keras.layers.Reshape([4, 4, 4]),
+      keras.layers.Conv2DTranspose(1, 4, strides=4, activation='sigmoid'),
+      keras.layers.Rescaling(scale)])
+  model.save(str(path))
+  return str(path)
+
+
+def refine_config(folder, generator, **fields):
+  return tiny('digits_refine', **{'data.name': f'folder:{folder}', 'generator.source': 'savedmodel',
+                                  'generator.path': generator, 'generator.latent_shape': (),
+                                  'generator.output_range': (0.0, 1.0), **fields})
+
+
+def test_a_refinement_of_your_generator_on_your_folder(digits_folder, tmp_path):
+  from tf_hat_ebm.tasks import joint  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
+  config = refine_config(digits_folder[0], save_generator(tmp_path / 'g'))
+  strategy = tf.distribute.get_strategy()
+  task = joint.JointTask(config, strategy)
+  assert tuple(config.generator.latent_shape) == (4,)  # read from the SavedModel's signature
+  metrics = Trainer(task, config, str(tmp_path / 'run'), strategy, verbose=False).train(2)
+  assert all(np.isfinite(v) for v in metrics.values())
+  assert os.path.exists(tmp_path / 'run' / 'samples' / 'samples_0000002.png')
+
+
+def test_a_generator_outside_its_stated_range_is_one_line_naming_both(digits_folder, tmp_path):
+  from tf_hat_ebm.tasks import joint  # pylint: disable=g-import-not-at-top
+  config = refine_config(digits_folder[0], save_generator(tmp_path / 'g255', scale=255.0))
+  with pytest.raises(ValueError, match=r'outputs images in \[\d.*, \d.*\]; generator.output_range '
+                     r'says \[0, 1\]: set --config.generator.output_range'):
+    joint.JointTask(config, tf.distribute.get_strategy())

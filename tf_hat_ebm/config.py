@@ -209,7 +209,7 @@ def joint_defaults():
   config.generator = gen = ml_collections.ConfigDict()
   gen.source = 'sngan'
   gen.path = ''
-  gen.latent_shape = ()               # savedmodel / factory only: e.g. (128,) or (16, 16, 1)
+  gen.latent_shape = ()               # savedmodel / factory: e.g. (128,); () = its signature's
   gen.output_range = (-1.0, 1.0)      # savedmodel / factory only: mapped linearly to [-1, 1]
   # The pin, recorded at a run's first start (generators.load): the step of the sngan /
   # autoencoder checkpoint (None: the latest, then recorded) and a hash of G's weights.

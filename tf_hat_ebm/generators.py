@@ -109,14 +109,19 @@ def load(config, precision='float32'):
       gcfg.checkpoint = step
     where = f'{path}'
   else:
-    if not gcfg.latent_shape:
-      raise ValueError(f'generator source {gcfg.source!r} needs generator.latent_shape')
     model, keras = (_load_savedmodel(gcfg.path) if gcfg.source == 'savedmodel'
                     else nets.with_precision(precision, lambda: _load_factory(gcfg.path)))
+    if not gcfg.latent_shape:  # read from the model's signature, then recorded in config.json
+      gcfg.latent_shape = signature_latent_shape(model)
+    if not gcfg.latent_shape:
+      raise ValueError(f'generator source {gcfg.source!r} needs generator.latent_shape (its '
+                       'signature does not say)')
     generator = FrozenGenerator(model, gcfg.latent_shape, gcfg.output_range, keras=keras)
     where = f'{gcfg.source} {gcfg.path}'
   check_generator(generator, (data.image_size, data.image_size, data.channels),
                   f'{gcfg.source} generator {gcfg.path}')
+  if gcfg.source in ('savedmodel', 'factory'):
+    check_output_range(generator, f'{gcfg.source} generator {gcfg.path}')
   check_fingerprint(generator, gcfg, where)
   return generator, discriminator
 
@@ -243,6 +248,38 @@ def check_generator(generator, image_shape, what):
                      f'{list(out.shape[1:])}; the config expects images {list(image_shape)}')
 
 
+RANGE_SLACK = 0.05  # of the declared range: what an output may overshoot it by
+RANGE_PROBES = 64   # standard normal latents whose images are checked
+
+
+def check_output_range(generator, what):
+  """Fails, naming both ranges, when G's images leave its declared generator.output_range: a
+  generator of [0, 255] declared as [-1, 1] would train the Hat EBM on the wrong scale."""
+  z = tf.random.stateless_normal([RANGE_PROBES, *generator.latent_shape], [0, 0])
+  mapped = generator(z).numpy()  # in [-1, 1] when the declaration is right
+  span = generator.high - generator.low
+  low, high = (generator.low + (v + 1.0) / 2.0 * span for v in (mapped.min(), mapped.max()))
+  if low < generator.low - RANGE_SLACK * span or high > generator.high + RANGE_SLACK * span:
+    raise ValueError(f'{what} outputs images in [{low:.4g}, {high:.4g}]; generator.output_range '
+                     f'says [{generator.low:g}, {generator.high:g}]: set '
+                     '--config.generator.output_range to the range it outputs')
+
+
+def signature_latent_shape(model):
+  """The latent shape a model's signature states (a Keras model's input, a SavedModel's traced
+  call), or () when none states a whole one."""
+  shape = getattr(model, 'input_shape', None)
+  if shape is None:
+    traced = getattr(model, 'traced', None)
+    for concrete in getattr(traced, 'concrete_functions', None) or [traced]:
+      specs = tf.nest.flatten(getattr(concrete, 'structured_input_signature', None))
+      if specs and isinstance(specs[0], tf.TensorSpec):
+        shape = specs[0].shape
+        break
+  dims = tuple(shape)[1:] if shape is not None and len(shape) > 1 else ()
+  return dims if dims and all(isinstance(d, int) for d in dims) else ()
+
+
 # ---- project networks restored from a training workdir ------------------------------------------
 def load_sngan(workdir, config, checkpoint=None, precision='float32'):
   """(G, D) of the SN-GAN run in `workdir`, frozen, built from config.model under the Keras policy
@@ -340,6 +377,7 @@ class _Graph:
 
   def __init__(self, fn, traced):
     self._fn = fn
+    self.traced = traced  # what states its input signature
     found = {}
     for concrete in getattr(traced, 'concrete_functions', None) or [traced]:
       for v in getattr(concrete, 'variables', ()):
