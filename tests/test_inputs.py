@@ -1,8 +1,10 @@
 """Inputs checked before the work: sample counts a metric cannot use are refused at the flags,
 and every reader of a results or record file names the file and field of a malformed value."""
 import json
+import re
 import shutil
 
+import numpy as np
 import pytest
 
 from tf_hat_ebm import validation
@@ -66,3 +68,20 @@ def test_digits_true_in_a_result_is_one_line_naming_the_field(evaluated):
   edit_fid(evaluated, lambda s: s['metrics']['fid'].update(digits=True))
   with pytest.raises(ValueError, match='field metrics.fid.digits is true'):
     result_lib.read(str(evaluated / 'fid.json'))
+
+
+@pytest.mark.parametrize('arrays, message', [
+    (dict(samples=np.zeros([2, 8, 8, 1])), r'has no images array \[N, H, W, C\] \(its arrays '
+                                           r'are samples\)'),
+    (dict(images=np.zeros([8, 8])),
+     r'has no images array .* \(its images are of shape \[8, 8\]\)')])
+def test_calibrate_refuses_a_samples_file_without_images_before_the_calibration(
+    trained_workdir, tmp_path, monkeypatch, arrays, message):
+  from tf_hat_ebm.evaluation import calibration  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(calibration, 'calibrate', lambda *a, **k: pytest.fail('calibrated first'))
+  np.savez(tmp_path / 'x.npz', **arrays)
+  result = run_command('calibrate_fid.py', f'--workdir={trained_workdir}',
+                       f'--samples=mine={tmp_path / "x.npz"}', f'--output={tmp_path / "c.json"}')
+  assert result.returncode == 1 and result.stderr.count('\n') == 1, result.stderr
+  assert re.search(f'^error: --samples mine={tmp_path}/x.npz {message}', result.stderr)
+  assert not (tmp_path / 'c.json').exists()

@@ -12,6 +12,7 @@ and each model's samples also get the class histogram by the same classifier and
 each sample to its nearest training image beside the test digits' own.
 """
 import os
+import zipfile
 
 import numpy as np
 import tensorflow as tf
@@ -211,11 +212,31 @@ def _sample_files(entries):
   return out
 
 
+def check_sample_files(files):
+  """Each present --samples file holds sample.py's `images` [N, H, W, C]: checked before the
+  calibration's minutes, not after them (a missing file is reported as missing)."""
+  for label, path in files:
+    if not os.path.exists(path):
+      continue
+    try:
+      with np.load(path) as npz:
+        names = list(npz.files)
+        shape = npz['images'].shape if 'images' in names else None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+      raise ValueError(f'--samples {label}={path} is not a readable .npz ({e})') from None
+    if shape is None or len(shape) != 4 or not shape[0]:
+      held = f'its arrays are {", ".join(names) or "none"}' if shape is None else (
+          f'its images are of shape {list(shape)}')
+      raise ValueError(f'--samples {label}={path} has no images array [N, H, W, C] ({held}): '
+                       'give a samples.npz written by sample.py')
+
+
 def calibrate_command(workdir, output, num=1000, runs=3, samples=(), feature_cache_dir=None,
                       overwrite=False):
   """tf-hat-ebm-calibrate-fid: `calibrate` for the dataset of `workdir`'s run, and `coverage`
   of each label=samples.npz in `samples`; writes `output` (JSON)."""
   files = _sample_files(samples)
+  check_sample_files(files)
   with outputs.ResultWriter([output], overwrite, 'calibrate_fid.py', 'output'):
     _calibrate(workdir, output, num, runs, files, feature_cache_dir)
 
