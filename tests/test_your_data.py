@@ -263,3 +263,39 @@ def test_a_generator_outside_its_stated_range_is_one_line_naming_both(digits_fol
   with pytest.raises(ValueError, match=r'outputs images in \[\d.*, \d.*\]; generator.output_range '
                      r'says \[0, 1\]: set --config.generator.output_range'):
     joint.JointTask(config, tf.distribute.get_strategy())
+
+
+def page_commands():
+  """The four commands of docs/your_data.md's first bash block, as argument lists."""
+  import re  # pylint: disable=g-import-not-at-top
+  import shlex  # pylint: disable=g-import-not-at-top
+  from conftest import REPO  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(REPO, 'docs', 'your_data.md')) as f:
+    block = re.search(r'```bash\n(.*?)```', f.read(), re.S).group(1)
+  return [shlex.split(line) for line in block.strip().splitlines()]
+
+
+@pytest.mark.slow
+def test_the_your_data_page_runs_as_written(digits_folder, tmp_path, monkeypatch):
+  import shutil  # pylint: disable=g-import-not-at-top
+  from conftest import KIND_SIZES, SMALL, load_config, _has  # pylint: disable=g-import-not-at-top
+  monkeypatch.chdir(tmp_path)
+  shutil.copytree(digits_folder[0], 'my_images')
+  save_projection(tmp_path / 'my_features')
+  config = load_config('folder_synth')
+  tiny_sizes = {k: v for k, v in {**SMALL, **KIND_SIZES['synthesis']}.items() if _has(config, k)}
+  tiny_sizes.update({'data.image_size': 16, 'data.channels': 1})
+  # The page's flags first, then the test's sizes (the last of a repeated flag wins).
+  extra = {'train.py': [f'--config.{k}={v}' for k, v in tiny_sizes.items()],
+           'evaluate_fid.py': ['--num_samples=20', '--runs=1'], 'sample.py': ['--num_samples=8']}
+  commands = page_commands()
+  assert [c[:2] for c in commands] == [['python', f'experiments/{s}'] for s in (
+      'train.py', 'sample.py', 'evaluate_fid.py', 'export.py')]
+  for command in commands:
+    script = os.path.basename(command[1])
+    result = run_command(script, *command[2:], *extra.get(script, []))
+    assert result.returncode == 0, (command, result.stderr)
+  assert os.path.exists('workdir/folder_synth/generated/samples.npz')
+  assert os.path.exists('workdir/folder_synth/fid.json')
+  loaded = tf.saved_model.load('exported/folder_synth')
+  assert loaded.sample(num_samples=2)['images'].shape == (2, 16, 16, 1)
