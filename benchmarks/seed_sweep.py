@@ -41,33 +41,34 @@ FLAGS = flags.FLAGS
 
 def build(seeds):
   """The stages of every seed: its generator (if the chain has one), then the scored Hat EBM."""
-  from tf_hat_ebm.reproduction import stages as lib  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.reproduction import plan
+  from tf_hat_ebm.reproduction import stages as lib
   scale, (generator, kind), stages = lib.SCALES['digits'], CHAINS[FLAGS.chain], []
+
+  def train(of, name, flags):
+    return plan.Invocation(plan.KINDS[of].script, name, tuple(flags),
+                           config=f'experiments/configs/{scale.configs[of]}.py')
   for seed in seeds:
-    train = ['--config.seed=' + str(seed)]
+    flags = ['--config.seed=' + str(seed)]
     if generator:
       name = f'{generator}_s{seed}'
-      stages.append(lib.Stage(name, generator, 'sweep', [[
-          'python', f'experiments/{lib.TRAIN_SCRIPT[generator]}',
-          f'--config=experiments/configs/{scale.configs[generator]}.py', f'--workdir={name}']
-          + train], [None], workdir=name))
-      train = train + [f'--config.generator.path={name}']
+      stages.append(plan.Stage(name, plan.KINDS[generator], 'sweep',
+                               [train(generator, name, flags)], [None], workdir=name))
+      flags = flags + [f'--config.generator.path={name}']
     name = f'{kind}_s{seed}'
-    train += [f'--config.{o}' for o in FLAGS.override]
-    train += [f'--config.training.num_steps={FLAGS.num_steps}'] if FLAGS.num_steps else []
-    score = ['python', 'experiments/evaluate_fid.py', f'--workdir={name}',
-             f'--num_samples={FLAGS.fid_samples}', f'--runs={FLAGS.fid_runs}']
+    flags += [f'--config.{o}' for o in FLAGS.override]
+    flags += [f'--config.training.num_steps={FLAGS.num_steps}'] if FLAGS.num_steps else []
+    score = plan.Invocation('experiments/evaluate_fid.py', name, (
+        f'--num_samples={FLAGS.fid_samples}', f'--runs={FLAGS.fid_runs}'))
     if generator:
-      score = ['python', 'experiments/compare_baselines.py', f'--workdir={name}',
-               f'--fid_samples={FLAGS.fid_samples}', f'--fid_runs={FLAGS.fid_runs}']
-    stages.append(lib.Stage(
-        name, kind, 'sweep',
-        [['python', f'experiments/{lib.TRAIN_SCRIPT[kind]}',
-          f'--config=experiments/configs/{scale.configs[kind]}.py', f'--workdir={name}'] + train,
-         score],
+      score = plan.Invocation('experiments/compare_baselines.py', name, (
+          f'--fid_samples={FLAGS.fid_samples}', f'--fid_runs={FLAGS.fid_runs}'))
+    stages.append(plan.Stage(
+        name, plan.KINDS[kind], 'sweep', [train(kind, name, flags), score],
         [None, f'{name}/compare/scores.json' if generator else f'{name}/fid.json'],
         workdir=name, after=(f'{generator}_s{seed}',) if generator else (),
-        result='compare' if generator else 'fid', guard_stop_is_result=True))
+        result=plan.COMPARE if generator else plan.FID, guard_stop_is_result=True))
   return stages
 
 

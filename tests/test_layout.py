@@ -16,6 +16,7 @@ LAYERS = (
      'bank', 'figures', 'flops', 'validation', 'text', 'files', 'interrupts', 'perf', 'progress',
      'reproduction.stages', 'reproduction.paper', 'reproduction.statistics',
      'reproduction.children', 'reproduction.plateau', 'reproduction.departures',
+     'reproduction.plan', 'reproduction.records', 'reproduction.scheduler',
      'evaluation.result', 'keras_compat', 'tfgan_compat'),
     ('data', 'image_sources', 'nets', 'workdir', 'outputs', 'tasks.base', 'reproduction.report',
      'reproduction.tables', 'reproduction.quote', 'reproduction.timing'),

@@ -124,7 +124,8 @@ def test_sigkill_mid_stage_then_rerun_finishes_the_stage(tmp_path):
 def test_finished_pipeline_only_rewrites_the_report_quietly(tmp_path):
   from tf_hat_ebm import result_files  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.reproduction import pipeline  # pylint: disable=g-import-not-at-top
-  from tf_hat_ebm.reproduction import runner  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.reproduction import plan  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.reproduction import records  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.reproduction import stages  # pylint: disable=g-import-not-at-top
   out = tmp_path / 'out'
   options = stages.Options(out=str(out), seeds=(0,), parts=('synthesis',), size='tiny')
@@ -141,15 +142,15 @@ def test_finished_pipeline_only_rewrites_the_report_quietly(tmp_path):
       data={'fid': 3.0}, step=2, runs=1)
   result_files.write_json(str(workdir / 'fid.json'), evaluation.to_json())  # as evaluate.py does
   # and the plateau rule's checkpoint's (its --checkpoint's step)
-  earlier = result_lib.EvalResult.from_json(dict(evaluation.to_json(), step=int(
-      runner.flag_of(stage.commands[-1], 'checkpoint').rsplit('-', 1)[1])))
-  result_files.write_json(str(workdir / stages.PLATEAU_FID), earlier.to_json())
-  files = {f'synthesis_s0/{n}': runner.file_sha256(str(workdir / n))
-           for n in ('config.json', 'fid.json', stages.PLATEAU_FID)}
+  earlier = result_lib.EvalResult.from_json(dict(evaluation.to_json(),
+                                                 step=stage.commands[-1].checkpoint))
+  result_files.write_json(str(workdir / plan.PLATEAU_FID), earlier.to_json())
+  files = {f'synthesis_s0/{n}': records.file_sha256(str(workdir / n))
+           for n in ('config.json', 'fid.json', plan.PLATEAU_FID)}
   done = dict(stage='synthesis_s0', scale='digits', size='tiny', commands=stage.command_lines(),
               seconds=60.0, step=2, num_steps=2, files=files,
               config=dict(sha256=files['synthesis_s0/config.json'],
-                          body_sha256=runner.config_body_sha256(str(workdir / 'config.json'))),
+                          body_sha256=records.config_body_sha256(str(workdir / 'config.json'))),
               result=evaluation.to_json(), plateau=earlier.to_json())
   (out / 'synthesis_s0' / 'done.json').write_text(json.dumps(done))
   env = {k: v for k, v in os.environ.items() if k != 'TF_CPP_MIN_LOG_LEVEL'}

@@ -14,6 +14,7 @@ from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import interrupts
 from tf_hat_ebm.evaluation import result as result_lib
 from tf_hat_ebm.reproduction import pipeline
+from tf_hat_ebm.reproduction import plan
 from tf_hat_ebm.reproduction import report as report_lib
 from tf_hat_ebm.reproduction import runner as runner_lib
 from tf_hat_ebm.reproduction import stages as stages_lib
@@ -49,7 +50,7 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
       '--checkpoint=synthesis_s0/checkpoints/ckpt-7500 --output=window_s0/synthesis_s0_w1.json '
       '--seed=7500 --nobaselines')
   assert ('--checkpoint=retrofit_s0/checkpoints/ckpt-2200' in window.command_lines()[11]
-          and not any(c[-1] == '--nobaselines' for c in window.commands
+          and not any(c[-1] == '--nobaselines' for c in window.argvs
                       if '--workdir=sngan_s0' in c))
   assert window.keep_going and window.inputs[0] == 'synthesis_s0/fid.json'
   assert names[-2:] == ['figures', 'calibration']
@@ -64,13 +65,13 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   assert s['current_s0'].overrides['training.generator_update'] == 'current'
   assert s['coop_bn_s0'].overrides['training.generator_update'] == 'cooperative_bn'
   noresidual = s['noresidual_s0']
-  assert noresidual.kind == 'refinement' and noresidual.reference == 'refinement_s0'
+  assert noresidual.kind is plan.KINDS['refinement'] and noresidual.reference == 'refinement_s0'
   assert {k: v for k, v in noresidual.overrides.items() if 'residual' in k} == {
       'langevin.use_residual': False, 'sampling.use_residual': False}
   assert noresidual.config == s['refinement_s0'].config == 'experiments/configs/digits_refine.py'
   # the arm is scored alone: its SN-GAN and DDLS rows would repeat the reference's
-  assert noresidual.commands[1][-1] == '--nobaselines' and '--nobaselines' not in s[
-      'refinement_s0'].commands[1] and '--nobaselines' not in s['current_s0'].commands[1]
+  assert noresidual.argvs[1][-1] == '--nobaselines' and '--nobaselines' not in s[
+      'refinement_s0'].argvs[1] and '--nobaselines' not in s['current_s0'].argvs[1]
   # the plateau rule's checkpoint at 2/3 of training: archived, scored after the end's FID
   assert s['synthesis_s0'].overrides['training.archive_every'] == 6000
   assert s['sngan_s0'].overrides['training.archive_every'] == 1600  # on the 25-step loop grid
@@ -82,7 +83,7 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
       '--output=synthesis_s0/fid_plateau.json --seed=6000 --nobaselines')
   assert s['refinement_s0'].outputs == [None, 'refinement_s0/fid.json',
                                         'refinement_s0/fid_plateau.json']
-  assert '--nobaselines' not in s['sngan_s0'].commands[2]  # its one row is the generator
+  assert '--nobaselines' not in s['sngan_s0'].argvs[2]  # its one row is the generator
   assert 'archive_every' not in ' '.join(s['autoencoder_s0'].command_lines())  # not scored
   assert not any('perf.precision' in line for line in lines)  # digits: the configs' own
   # Table 3's near-OOD set: a model of digits 0-4 scored on the others.
@@ -90,12 +91,12 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
       'python experiments/train_synthesis.py --config=experiments/configs/digits_synth.py '
       '--workdir=nearood_s1 --config.seed=1 --config.data.classes=0,1,2,3,4',
       'python experiments/evaluate_ood.py --workdir=nearood_s1 --sets=other_digits']
-  assert s['nearood_s1'].result == 'ood' and s['nearood_s1'].outputs[-1] == 'nearood_s1/ood.json'
+  assert s['nearood_s1'].result is plan.OOD and s['nearood_s1'].outputs[-1] == 'nearood_s1/ood.json'
   assert stages_lib.resolved_config(s['nearood_s1']).data.classes == (0, 1, 2, 3, 4)
   figures = s['figures'].command_lines()
   assert sum('compare_baselines.py' in c for c in figures) == 2  # refinement and retrofit
   assert all('--num_samples=500' in c for c in figures if 'sample.py' in c)
-  calibrate = s['calibration'].commands[0]
+  calibrate = s['calibration'].argvs[0]
   assert calibrate[1] == 'experiments/calibrate_fid.py' and '--num=1000' in calibrate
   assert 'retrofit=samples/retrofit/samples.npz' in calibrate[-3]
   # the ETA: a refinement's FID (DDLS's chain too) costs more than a synthesis' FID
@@ -111,12 +112,12 @@ def test_paper_scale_pins_float32_unless_told_and_can_import_the_published_sngan
   stages = by_name(stages_lib.build(options(tmp_path, scale='paper', seeds=(0,))))
   for name in ('synthesis_s0', 'refinement_s0', 'retrofit_s0', 'coop_bn_s0',
                'synthesis_imagenet128_large_s0'):
-    assert '--config.perf.precision=float32' in stages[name].commands[0], name
-  assert not any('perf.precision' in a for a in stages['sngan_s0'].commands[0])  # has no perf
+    assert '--config.perf.precision=float32' in stages[name].argvs[0], name
+  assert not any('perf.precision' in a for a in stages['sngan_s0'].argvs[0])  # has no perf
   assert stages['sngan_s0'].label == 'retrained SN-GAN'
   bf16 = by_name(stages_lib.build(options(tmp_path, scale='paper', seeds=(0,),
                                           precision='bfloat16')))
-  assert '--config.perf.precision=bfloat16' in bf16['synthesis_s0'].commands[0]
+  assert '--config.perf.precision=bfloat16' in bf16['synthesis_s0'].argvs[0]
   figures = ' '.join(stages['figures'].command_lines())  # CelebA and ImageNet grids too
   for model in ('synthesis_celeba', 'synthesis_imagenet128_large', 'refinement_celeba',
                 'coop_bn'):
@@ -126,10 +127,10 @@ def test_paper_scale_pins_float32_unless_told_and_can_import_the_published_sngan
   release = by_name(stages_lib.build(options(tmp_path, scale='paper', seeds=(0,),
                                              release_sngan='/rel/c10')))
   assert 'sngan_s0' not in release and release['sngan_release'].label == 'published SN-GAN'
-  assert release['sngan_release'].commands[0][:2] == ['python', 'experiments/import_release.py']
-  assert '--hat=/rel/c10/ebm.ckpt' in release['sngan_release'].commands[0]
+  assert release['sngan_release'].argvs[0][:2] == ['python', 'experiments/import_release.py']
+  assert '--hat=/rel/c10/ebm.ckpt' in release['sngan_release'].argvs[0]
   assert release['refinement_s0'].after == ('sngan_release',)
-  assert '--config.generator.path=sngan_release/generator' in release['noresidual_s0'].commands[0]
+  assert '--config.generator.path=sngan_release/generator' in release['noresidual_s0'].argvs[0]
   with pytest.raises(ValueError, match='--release_sngan .* needs --scale=paper'):
     stages_lib.build(options(tmp_path, release_sngan='/rel/c10'))
 
@@ -138,9 +139,9 @@ def test_tiny_is_a_config_size_not_a_scale(tmp_path):
   stages = by_name(stages_lib.build(options(tmp_path, seeds=(0,), size='tiny',
                                             parts=('synthesis',))))
   assert list(stages) == ['synthesis_s0']
-  assert stages['synthesis_s0'].commands[0][2] == (
+  assert stages['synthesis_s0'].argvs[0][2] == (
       '--config=experiments/configs/digits_synth.py:tiny')
-  assert '--num_samples=20' in stages['synthesis_s0'].commands[1]
+  assert '--num_samples=20' in stages['synthesis_s0'].argvs[1]
   config = config_lib.sized(config_lib.load_file(os.path.join(
       os.path.dirname(__file__), '..', 'experiments', 'configs', 'digits_sngan.py')), 'tiny')
   assert (config.training.num_steps, config.training.n_dis) == (2, 1)
@@ -360,8 +361,7 @@ def test_the_window_stage_scores_kept_checkpoints_and_excuses_a_stopped_run(tmp_
   o = options(tmp_path, seeds=(0,), parts=('ablations',), jobs='1')
   stages = [s for s in stages_lib.build(o) if s.name in ('synthesis_s0', 'current_s0')]
   window = next(s for s in stages_lib.build(o) if s.name == 'window_s0')
-  window.commands = [c for c in window.commands if c[2] in (
-      '--workdir=synthesis_s0', '--workdir=current_s0')]
+  window.commands = [c for c in window.commands if c.workdir in ('synthesis_s0', 'current_s0')]
   window.outputs = [o_ for o_ in window.outputs if '/synthesis_s0_' in o_ or '/current_s0_' in o_]
   window.after = window.after[:1] + ('current_s0',)
   window.inputs = ['synthesis_s0/fid.json', 'current_s0/fid.json']
@@ -541,9 +541,9 @@ def test_independent_stages_run_concurrently_and_dependencies_wait(tmp_path, mon
 
 
 def test_sigterm_stops_the_running_child_and_leaves_the_stage_resumable(tmp_path):
-  stage = stages_lib.Stage('synthesis_s0', 'synthesis', 'synthesis',
-                           [['python', '-c', 'import time; time.sleep(60)']], [None],
-                           workdir='synthesis_s0')
+  stage = plan.Stage('synthesis_s0', plan.KINDS['synthesis'], 'synthesis',
+                     [plan.Invocation('-c', flags=('import time; time.sleep(60)',))], [None],
+                     workdir='synthesis_s0')
   o = options(tmp_path, seeds=(0,), jobs='1')
   runner = runner_lib.Runner([stage], o, print_fn=lambda *a, **k: None)
 
@@ -714,7 +714,7 @@ def test_report_figures_are_collected_by_kind_with_the_historical_update_montage
 
   # An earlier pipeline's: a stage it no longer has left a copied figure (and samples, below).
   draw('coop_s0', 'training_curves.png')
-  earlier = [stages_lib.Stage('coop_s0', 'synthesis', 'ablations', [], [], workdir='coop_s0')]
+  earlier = [plan.Stage('coop_s0', plan.KINDS['synthesis'], 'ablations', [], [], workdir='coop_s0')]
   assert pipeline.collect_figures(str(tmp_path), earlier, 0) == ['coop_s0_training_curves.png']
   for arm in ('synthesis', 'current', 'coop_bn'):
     draw(f'{arm}_s0', 'training_curves.png')

@@ -10,6 +10,8 @@ from tf_hat_ebm import release_import
 from tf_hat_ebm import result_files
 from tf_hat_ebm.evaluation import result as result_lib
 from tf_hat_ebm.reproduction import pipeline
+from tf_hat_ebm.reproduction import plan
+from tf_hat_ebm.reproduction import records as records_lib
 from tf_hat_ebm.reproduction import runner as runner_lib
 from tf_hat_ebm.reproduction import stages as stages_lib
 
@@ -25,7 +27,7 @@ class Scripts(FakeScripts):
     self.drawn_from = {}
 
   def latest(self, workdir):
-    return runner_lib.training_progress(os.path.join(self.out, workdir))[0]
+    return records_lib.training_progress(os.path.join(self.out, workdir))[0]
 
   def __call__(self, argv, log, env):
     script = os.path.basename(argv[1])
@@ -111,7 +113,7 @@ def test_a_hand_edited_record_or_result_is_refused_and_numbers_come_from_their_f
   run(o, Scripts(str(tmp_path)))
   path = tmp_path / 'synthesis_s0' / 'done.json'
   done = json.loads(path.read_text())
-  assert done['files']['synthesis_s0/fid.json'] == runner_lib.file_sha256(
+  assert done['files']['synthesis_s0/fid.json'] == records_lib.file_sha256(
       str(tmp_path / 'synthesis_s0' / 'fid.json'))
   fid = tmp_path / 'synthesis_s0' / 'fid.json'
   assert done['result'] == json.loads(fid.read_text()) and (
@@ -143,7 +145,7 @@ def test_a_record_and_fid_json_of_the_first_version_are_read_and_checked_as_type
   fid.write_text(json.dumps(dict(hat_ebm=[10.0, 12.0], generator=[20.0, 20.0],
                                  data_test_vs_train=3.0, step=4)))
   done = json.loads(path.read_text())
-  done['files']['synthesis_s0/fid.json'] = runner_lib.file_sha256(str(fid))
+  done['files']['synthesis_s0/fid.json'] = records_lib.file_sha256(str(fid))
   first = dict(hat_ebm=11.0, hat_ebm_runs=[10.0, 12.0], generator=20.0,
                generator_runs=[20.0, 20.0], data=3.0)
   path.write_text(json.dumps(dict(done, result=first)))
@@ -208,7 +210,7 @@ def test_a_stage_trained_on_after_done_is_scored_again_and_drawn_from_that_check
   assert [c for c, _ in scripts.calls] == ['evaluate_fid.py', 'evaluate_ood.py', 'sample.py',
                                            'calibrate_fid.py']
   assert record(str(tmp_path), 'calibration')['files'][
-      'samples/synthesis/samples.npz'] == runner_lib.file_sha256(
+      'samples/synthesis/samples.npz'] == records_lib.file_sha256(
           str(tmp_path / 'samples' / 'synthesis' / 'samples.npz'))
   # Another config (not just further) is refused.
   config = json.loads((tmp_path / 'synthesis_s0' / 'config.json').read_text())
@@ -289,8 +291,8 @@ def test_a_users_files_in_figures_are_never_deleted_or_overwritten(tmp_path):
   out = tmp_path / 'out'
   os.makedirs(out / 'synthesis_s0')
   (out / 'synthesis_s0' / 'training_curves.png').write_bytes(b'curves')
-  stages = [stages_lib.Stage('synthesis_s0', 'synthesis', 'synthesis', [], [],
-                             workdir='synthesis_s0')]
+  stages = [plan.Stage('synthesis_s0', plan.KINDS['synthesis'], 'synthesis', [], [],
+                       workdir='synthesis_s0')]
   assert pipeline.collect_figures(str(out), stages, 0) == ['synthesis_s0_training_curves.png']
   (out / 'figures' / 'my_plot.png').write_bytes(b'mine')
   assert pipeline.collect_figures(str(out), [], 0) == []  # its own stale copy goes, not mine

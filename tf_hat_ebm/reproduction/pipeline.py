@@ -10,10 +10,12 @@ import re
 import shutil
 import tempfile
 
-from tf_hat_ebm import cli
 from tf_hat_ebm import config as config_lib
+from tf_hat_ebm import interrupts
 from tf_hat_ebm import outputs
 from tf_hat_ebm import workdir as workdir_lib
+from tf_hat_ebm.errors import one_line
+from tf_hat_ebm.reproduction import plan
 from tf_hat_ebm.reproduction import report as report_lib
 from tf_hat_ebm.reproduction import runner as runner_lib
 from tf_hat_ebm.reproduction import stages as stages_lib
@@ -75,7 +77,7 @@ def read_marker(out):
       marker = workdir_lib.parse_json(f.read())
     return list(marker['entries'])
   except (OSError, ValueError, KeyError, TypeError) as e:
-    raise ValueError(f'{path} is not reproduce.py\'s marker ({cli.one_line(e)}): this --out was '
+    raise ValueError(f'{path} is not reproduce.py\'s marker ({one_line(e)}): this --out was '
                      'not made by reproduce.py as it stands; choose another --out') from None
 
 
@@ -112,7 +114,7 @@ def mark(out, entries):
 def dry_run(stages, options, print_fn=print):
   """Prints each stage's commands and the resolved config of its training; writes nothing."""
   for i, stage in enumerate(stages):
-    after = f' (after {", ".join(stage.after)})' if stage.after and stage.kind != 'figures' else ''
+    after = f' (after {", ".join(stage.after)})' if stage.after and not stage.kind.runs_last else ''
     print_fn(f'# [{i + 1}/{len(stages)}] {stage.name}{after}')
     for line in stage.command_lines():
       print_fn(line)
@@ -128,7 +130,7 @@ def sample_figures(out, stages):
   its baselines side by side (compare_baselines.py: each method's grid from the same Z0); only
   of the directories the figures stage of `stages` writes."""
   source, pairs = os.path.join(out, 'samples'), []
-  ours = {os.path.basename(os.path.dirname(o)) for st in stages if st.kind == 'figures'
+  ours = {os.path.basename(os.path.dirname(o)) for st in stages if st.kind.draws_scored
           for o in st.outputs if o}
   for model in sorted(set(os.listdir(source)) & ours) if os.path.isdir(source) else []:
     for name in sorted(os.listdir(os.path.join(source, model))):
@@ -142,10 +144,10 @@ def stage_figures(out, stages):
   """[(source, name)] of each training's curves and each OOD stage's energy histograms."""
   pairs = []
   for stage in stages:
-    if stage.kind in stages_lib.TRAINED and stage.workdir:
+    if stage.kind.trains and stage.workdir:
       pairs.append((os.path.join(out, stage.workdir, 'training_curves.png'),
                     f'{stage.name}_training_curves.png'))
-    if stage.result == 'ood':
+    if stage.result is plan.OOD:
       pairs.append((os.path.join(out, os.path.dirname(stage.outputs[-1]), 'ood_energies.png'),
                     f'{stage.name}_ood_energies.png'))
   return pairs
@@ -199,7 +201,7 @@ def _read_figures_manifest(out):
     return {str(k): v for k, v in files.items() if '/' not in str(k)}, None
   except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
     # Nothing there is known to be reproduce.py's; the error that follows says why.
-    return {}, f'{path}, the list of its figures, is unreadable ({cli.one_line(e)})'
+    return {}, f'{path}, the list of its figures, is unreadable ({one_line(e)})'
 
 
 def figure_identity(path):
@@ -278,7 +280,7 @@ def read_previous_reports(paths):
       data['checks']  # pylint: disable=pointless-statement
     except (OSError, ValueError, KeyError, TypeError) as e:
       raise ValueError(f'--previous_reports: {path} is not a readable report.json '
-                       f'({cli.one_line(e)})') from None
+                       f'({one_line(e)})') from None
     out.append(dict(data, path=path))
   return out
 
@@ -336,7 +338,7 @@ def reproduce(options, run_command=None, print_fn=print):
     return {}
   entries = claim(options.out, own_entries(stages), options.overwrite)
   check_figures_dir(options.out)  # before any stage runs, not after hours
-  with runner_lib.stop_on_sigterm():  # SIGTERM at any moment: as Ctrl-C, the lock released
+  with interrupts.sigterm_as_interrupt():  # SIGTERM at any moment: as Ctrl-C, the lock released
     mark(options.out, entries)
     with workdir_lib.WorkdirLock(options.out, log=print_fn, name=LOCK,
                                  what='another reproduce.py'):

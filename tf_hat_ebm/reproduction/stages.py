@@ -1,26 +1,22 @@
 """The reproduction's stages as data: per scale its configs, evaluation flags, the paper's numbers.
 
 A stage's commands are recorded as a user runs them from the output directory: `python`, the
-project's `experiments/` scripts, and paths relative to --out (runner.py runs them there).
+project's `experiments/` scripts, and paths relative to --out (runner.py runs them there); each
+is a typed plan.Invocation, each stage a plan.Stage of a plan.StageKind.
 Parts and stages carry the paper's names: synthesis, refinement, retrofit, ood, ablations, figures.
 """
 import dataclasses
 import json
 import os
-import shlex
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import errors
+from tf_hat_ebm.reproduction import plan
 from tf_hat_ebm.reproduction import plateau
+from tf_hat_ebm.reproduction.plan import Invocation, KINDS, Stage
 
 PARTS = ('synthesis', 'refinement', 'retrofit', 'ood', 'ablations', 'figures')
-TRAIN_SCRIPT = dict(synthesis='train_synthesis.py', sngan='train_sngan.py',
-                    refinement='train_refinement.py', autoencoder='train_autoencoder.py',
-                    retrofit='train_retrofit.py')
-TRAINED = tuple(TRAIN_SCRIPT)  # stage kinds that train (done when their step is reached)
-PRECISION_KINDS = ('synthesis', 'refinement', 'retrofit')  # the kinds with a perf.precision
-HAT_EBM_KINDS = PRECISION_KINDS  # the Hat EBMs: the kinds the runaway guard watches
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,38 +108,6 @@ class Options:
     return self.precision or SCALES[self.scale].precision
 
 
-@dataclasses.dataclass
-class Stage:
-  """A named step: commands run in order in --out; its record goes to <name>/done.json.
-
-  outputs[i] is the file (relative to --out) command i writes last, so a rerun skips it once it
-  exists; None marks a training, done only when its workdir reached the configured step.
-  `reference`: an ablation arm's reference stage (a guard stop counts only when it is healthy).
-  """
-  name: str
-  kind: str  # a TRAINED kind, or 'release', 'ood', 'figures', 'calibration'
-  part: str
-  commands: List[List[str]]
-  outputs: List[Optional[str]]
-  workdir: Optional[str] = None
-  after: Tuple[str, ...] = ()
-  result: str = 'none'  # 'fid', 'compare', 'ood', 'json', 'window' or 'none': what it holds
-  reference: Optional[str] = None
-  # A guard stop is recorded and its last healthy checkpoint scored (every scored Hat EBM, a
-  # seed sweep's run), not an error.
-  guard_stop_is_result: bool = False
-  keep_going: bool = False  # a failed command does not stop the next (figures of failed runs)
-  config: Optional[str] = None  # the training's config file (with its size), as in the command
-  overrides: Dict[str, object] = dataclasses.field(default_factory=dict)
-  label: Optional[str] = None  # how the report names the stage's model, where it differs
-  # Files of other stages it reads (relative to --out): its record holds their hashes, and a
-  # change of any of them makes the stage run again (the calibration's samples).
-  inputs: List[str] = dataclasses.field(default_factory=list)
-
-  def command_lines(self):
-    return [shlex.join(c) for c in self.commands]
-
-
 def resolved_config(stage):
   """The config a training stage runs with: its file (and size) and the command's overrides."""
   path, _, size = stage.config.partition(':')
@@ -159,10 +123,6 @@ def resolved_config(stage):
       raise ValueError(f'stage {stage.name}: {stage.config} has no field {key}')
     section[name] = value
   return config
-
-
-# The FID of the checkpoint at 2/3 of training (the plateau rule's, plateau.py), beside fid.json.
-PLATEAU_FID = 'fid_plateau.json'
 
 
 def window_steps(training):
@@ -186,39 +146,39 @@ class _Builder:
   def __init__(self, options):
     self.o, self.scale, self.stages = options, SCALES[options.scale], []
     sized = EVAL_SIZES.get(options.size, {})
-    self.fid = list(sized.get('fid', self.scale.fid)) + ['--feature_cache_dir=feature_cache']
+    self.fid = tuple(sized.get('fid', self.scale.fid)) + ('--feature_cache_dir=feature_cache',)
     if options.inception_path:
-      self.fid.append(f'--inception_path={options.inception_path}')
-    self.ood = list(sized.get('ood', self.scale.ood))
-    self.samples = list(sized.get('samples', self.scale.samples))
+      self.fid += (f'--inception_path={options.inception_path}',)
+    self.ood = tuple(sized.get('ood', self.scale.ood))
+    self.samples = tuple(sized.get('samples', self.scale.samples))
 
   def config_file(self, config):
     size = f':{self.o.size}' if self.o.size else ''
     return f'experiments/configs/{config}.py{size}'
 
   def train_command(self, kind, config, workdir, overrides):
-    cmd = ['python', f'experiments/{TRAIN_SCRIPT[kind]}', f'--config={self.config_file(config)}',
-           f'--workdir={workdir}']
-    cmd += [f'--config.{k}={flag_value(v)}' for k, v in overrides.items()]
+    flags = [f'--config.{k}={flag_value(v)}' for k, v in overrides.items()]
     if self.o.data_dir and not config.startswith('digits'):
-      cmd.append(f'--config.data.data_dir={self.o.data_dir}')
+      flags.append(f'--config.data.data_dir={self.o.data_dir}')
     if self.o.tpu:
-      cmd.append(f'--tpu={self.o.tpu}')
-    return cmd
+      flags.append(f'--tpu={self.o.tpu}')
+    return Invocation(kind.script, workdir, tuple(flags), config=self.config_file(config))
+
+  def fid_command(self, workdir, baselines=True, **at):
+    return Invocation('experiments/evaluate_fid.py', workdir, self.fid, baselines=baselines, **at)
 
   def trained(self, name, kind, part, seed, config=None, extra=None, after=(), scored=True,
               reference=None, label=None, baselines=True):
     """A training stage in <out>/<name>/, then (`scored`) the FID of its samples (and of its
     baselines: a refinement's SN-GAN and DDLS)."""
-    config = config or self.scale.configs[kind]
+    config, kind = config or self.scale.configs[kind], KINDS[kind]
     overrides = dict({'seed': seed}, **(extra or {}))
-    if self.o.training_precision() and kind in PRECISION_KINDS:
+    if self.o.training_precision() and kind.hat_ebm:
       overrides['perf.precision'] = self.o.training_precision()
     stage = Stage(name, kind, part, [], [None], workdir=name, after=after,
-                  result='fid' if scored else 'none', reference=reference,
+                  result=plan.FID if scored else plan.NONE, reference=reference,
                   config=self.config_file(config), overrides=overrides, label=label,
-                  guard_stop_is_result=scored and kind in HAT_EBM_KINDS)
-    fid = ['python', 'experiments/evaluate_fid.py', f'--workdir={name}'] + self.fid
+                  guard_stop_is_result=scored and kind.hat_ebm)
     if scored:
       # The plateau rule's checkpoint: archived (kept whatever keep_checkpoints prunes), scored
       # after the end's FID; the Hat EBM alone (an SN-GAN's one row is its generator).
@@ -228,26 +188,26 @@ class _Builder:
       # enough kept checkpoints for the rule's end window (window_steps)
       overrides['training.keep_checkpoints'] = max(int(t.get('keep_checkpoints', 1)),
                                                    plateau.MIN_CHECKPOINTS - 1)
-      stage.commands.append(fid + ([] if baselines else ['--nobaselines']))
+      stage.commands.append(self.fid_command(name, baselines))
       stage.outputs.append(f'{name}/fid.json')
-      stage.commands.append(fid + [f'--checkpoint={name}/checkpoints/archive/ckpt-{step}',
-                                   f'--output={name}/{PLATEAU_FID}', f'--seed={step}']
-                            + ([] if kind == 'sngan' else ['--nobaselines']))
-      stage.outputs.append(f'{name}/{PLATEAU_FID}')
+      stage.commands.append(self.fid_command(
+          name, kind.plateau_baselines, checkpoint=step, checkpoints='checkpoints/archive',
+          output=plan.plateau_file(stage), seed=step))
+      stage.outputs.append(plan.plateau_file(stage))
     stage.commands.insert(0, self.train_command(kind, config, name, overrides))
     self.stages.append(stage)
 
   def release_sngan(self):
     """The release's published CIFAR-10 SN-GAN, imported with its refinement hat."""
     files = {k: os.path.join(self.o.release_sngan, v) for k, v in RELEASE_FILES.items()}
-    commands = [['python', 'experiments/import_release.py',
-                 f'--config={self.config_file(self.scale.configs["refinement"])}',
-                 f'--hat={files["hat"]}', f'--generator={files["generator"]}',
-                 '--workdir=release_refinement', f'--generator_workdir={RELEASE_GAN}'],
-                ['python', 'experiments/evaluate_fid.py', f'--workdir={RELEASE_GAN}'] + self.fid]
-    self.stages.append(Stage('sngan_release', 'release', 'refinement', commands,
+    commands = [Invocation('experiments/import_release.py', 'release_refinement',
+                           (f'--hat={files["hat"]}', f'--generator={files["generator"]}',
+                            f'--generator_workdir={RELEASE_GAN}'),
+                           config=self.config_file(self.scale.configs['refinement'])),
+                self.fid_command(RELEASE_GAN)]
+    self.stages.append(Stage('sngan_release', KINDS['release'], 'refinement', commands,
                              [f'{RELEASE_GAN}/config.json', f'{RELEASE_GAN}/fid.json'],
-                             workdir=RELEASE_GAN, result='fid', label='published SN-GAN'))
+                             workdir=RELEASE_GAN, result=plan.FID, label='published SN-GAN'))
 
   def seed(self, seed):
     """The stages of one training seed (Tables 1-3 and the retrofit)."""
@@ -266,15 +226,15 @@ class _Builder:
                    extra={'generator.path': f'autoencoder{s}'})
     if 'ood' in parts:
       self.stages.append(Stage(
-          f'ood{s}', 'ood', 'ood', [self.ood_command(f'synthesis{s}')],
-          [f'synthesis{s}/ood.json'], after=(f'synthesis{s}',), result='ood'))
+          f'ood{s}', KINDS['ood'], 'ood', [self.ood_command(f'synthesis{s}')],
+          [f'synthesis{s}/ood.json'], after=(f'synthesis{s}',), result=plan.OOD))
       if self.scale.near_ood_classes:
         self.near_ood(seed)
 
   def ood_command(self, workdir, sets=()):
-    return (['python', 'experiments/evaluate_ood.py', f'--workdir={workdir}'] + self.ood
-            + ([f'--sets={",".join(sets)}'] if sets else [])
-            + ([f'--data_dir={self.o.data_dir}'] if self.o.data_dir else []))
+    return Invocation('experiments/evaluate_ood.py', workdir, self.ood
+                      + ((f'--sets={",".join(sets)}',) if sets else ())
+                      + ((f'--data_dir={self.o.data_dir}',) if self.o.data_dir else ()))
 
   def near_ood(self, seed):
     """A synthesis model of some digits, scored on the other digits (a semantic near-OOD set)."""
@@ -286,7 +246,7 @@ class _Builder:
     stage = self.stages[-1]
     stage.commands.append(self.ood_command(name, ('other_digits',)))
     stage.outputs.append(f'{name}/ood.json')
-    stage.result = 'ood'
+    stage.result = plan.OOD
 
   def refinement(self, seed, data, gan_config, config):
     s = f'_s{seed}'
@@ -319,19 +279,17 @@ class _Builder:
     between checkpoints too, not only between the sets of one."""
     name, cmds, outputs, runs = f'window_s{seed}', [], [], []
     for st in self.stages:
-      if st.result != 'fid' or st.kind not in TRAINED or not st.name.endswith(f'_s{seed}'):
+      if not (st.result.scored and st.kind.trains and st.name.endswith(f'_s{seed}')):
         continue
       steps = window_steps(resolved_config(st).training)
       for slot, step in enumerate(steps, 1):  # a slot: the run may keep another step in it
         outputs.append(f'{name}/{st.name}_w{slot}.json')
-        cmds.append(['python', 'experiments/evaluate_fid.py', f'--workdir={st.name}'] + self.fid
-                    + [f'--checkpoint={st.name}/checkpoints/ckpt-{step}',
-                       f'--output={outputs[-1]}', f'--seed={step}']
-                    + ([] if st.kind == 'sngan' else ['--nobaselines']))
+        cmds.append(self.fid_command(st.name, st.kind.plateau_baselines, checkpoint=step,
+                                     checkpoints='checkpoints', output=outputs[-1], seed=step))
       runs += [st.name] if steps else []
     if cmds:  # a run the guard stopped may have kept none of them: its scoring is excused
-      self.stages.append(Stage(name, 'window', 'plateau', cmds, outputs, after=tuple(runs),
-                               result='window', keep_going=True,
+      self.stages.append(Stage(name, KINDS['window'], 'plateau', cmds, outputs,
+                               after=tuple(runs), result=plan.WINDOW, keep_going=True,
                                inputs=[f'{r}/fid.json' for r in runs]))
 
   def figures(self):
@@ -341,7 +299,7 @@ class _Builder:
 
     def shown(base):  # every dataset's main models, and the ablation arms
       return base.split('_')[0] in ('synthesis', 'refinement', 'retrofit') or base in ABLATIONS
-    models = [st.name for st in self.stages if st.result == 'fid' and st.name.endswith(
+    models = [st.name for st in self.stages if st.result.scored and st.name.endswith(
         f'_s{seed}') and shown(st.name.rsplit('_s', 1)[0])]
     if not models:  # a figures stage of nothing would be recorded done and never draw
       raise ValueError('--parts=figures draws the models of the other parts, and none of them '
@@ -349,16 +307,16 @@ class _Builder:
                        'done in --out are skipped)')
     for model in models:
       target = f'samples/{model.rsplit("_s", 1)[0]}'
-      cmds.append(['python', 'experiments/sample.py', f'--workdir={model}', f'--output={target}',
-                   '--overwrite'] + self.samples)
+      cmds.append(Invocation('experiments/sample.py', model,
+                             (f'--output={target}', '--overwrite') + self.samples))
       outputs.append(f'{target}/langevin_path.png')  # its last file
     for model in models:  # the baselines from the same Z0: SN-GAN / decoder, DDLS
       if model.split('_')[0] in ('refinement', 'retrofit'):
         target = f'samples/{model.rsplit("_s", 1)[0]}_baselines'
-        cmds.append(['python', 'experiments/compare_baselines.py', f'--workdir={model}',
-                     f'--out={target}', '--fid_samples=0', '--num=64', '--overwrite'])
+        cmds.append(Invocation('experiments/compare_baselines.py', model,
+                               (f'--out={target}', '--fid_samples=0', '--num=64', '--overwrite')))
         outputs.append(f'{target}/side_by_side.png')
-    self.stages.append(Stage('figures', 'figures', 'figures', cmds, outputs,
+    self.stages.append(Stage('figures', KINDS['figures'], 'figures', cmds, outputs,
                              after=tuple(st.name for st in self.stages), keep_going=True))
     if self.scale.calibrate and models:
       self.calibration(models)
@@ -369,12 +327,12 @@ class _Builder:
     num = next(a.split('=', 1)[1] for a in self.fid if a.startswith('--num_samples='))
     files = [f'samples/{m.rsplit("_s", 1)[0]}/samples.npz' for m in models]
     samples = ','.join(f'{m.rsplit("_s", 1)[0]}={f}' for m, f in zip(models, files))
-    cmd = ['python', 'experiments/calibrate_fid.py', f'--workdir={models[0]}', f'--num={num}',
-           '--feature_cache_dir=feature_cache', f'--samples={samples}',
-           '--output=calibration/calibration.json', '--overwrite']
-    self.stages.append(Stage('calibration', 'calibration', 'figures', [cmd],
+    cmd = Invocation('experiments/calibrate_fid.py', models[0], (
+        f'--num={num}', '--feature_cache_dir=feature_cache', f'--samples={samples}',
+        '--output=calibration/calibration.json', '--overwrite'))
+    self.stages.append(Stage('calibration', KINDS['calibration'], 'figures', [cmd],
                              ['calibration/calibration.json'], after=('figures',),
-                             result='json', inputs=files))
+                             result=plan.JSON, inputs=files))
 
 
 def build(options):
@@ -400,11 +358,4 @@ def estimate(stage, options):
   tiny = EVAL_SIZES.get(options.size, {}).get('seconds')
   if tiny:
     return tiny * len(stage.commands)
-  seconds = SCALES[options.scale].seconds
-  if stage.kind == 'window':
-    return seconds['fid'] * len(stage.commands)
-  if stage.result != 'fid':
-    return seconds[stage.kind]
-  alone = '--nobaselines' in stage.commands[1]  # no DDLS chain in its FID
-  return (seconds[stage.kind] + seconds.get('fid' if alone else f'fid_{stage.kind}', seconds['fid'])
-          + seconds['fid'] * (len(stage.commands) - 2))  # the plateau checkpoint's FID
+  return stage.kind.estimate(stage, SCALES[options.scale].seconds)
