@@ -130,17 +130,30 @@ def test_one_name_per_thing():
   assert not {name: m for name, m in defined.items() if len(m) > 1}
 
 
-def test_measured_numbers_are_the_docs_not_the_configs():
+# An FID or a score with decimals, or a duration: a measurement that changes with every rerun.
+MEASURED = re.compile(r'(FID|scored)[^.;:]*\d\.\d|\d+(\.\d+)? ?(s|min|minutes|h|hours)\b')
+# In the package's text a duration is spaced ('54 s'): '2h' is a FLOP formula, '45s' a format.
+MEASURED_IN_CODE = re.compile(r'(FID|scored)[^.;:]*\d\.\d|\b\d+(\.\d+)? (s|min|minutes|h|hours)\b')
+
+
+def test_measured_numbers_are_the_docs_not_the_code():
   # A config's docstring says what the run is, its command and what to expect; the FIDs and
-  # costs it measured change with every rerun and live in docs/ (digits_settings.md, results.md).
-  measured = re.compile(r'(FID|scored)[^.;:]*\d\.\d|\d+(\.\d+)? ?(s|min|minutes|h|hours)\b')
+  # costs it measured change with every rerun and live in docs/ (digits_settings.md, results.md)
+  # or in data files the code reads (reproduction/departures.json, eta.json): so does every
+  # string of the package (its messages, docstrings and tables' text).
   directory = os.path.join(REPO, 'experiments', 'configs')
   found = {}
   for name in sorted(os.listdir(directory)):
     if name.endswith('.py'):
       with open(os.path.join(directory, name)) as f:
         doc = ast.get_docstring(ast.parse(f.read())) or ''
-      found.update({name: m.group(0) for m in [measured.search(doc)] if m})
+      found.update({name: m.group(0) for m in [MEASURED.search(doc)] if m})
+  for module, path in package_files().items():
+    with open(path) as f:
+      tree = ast.parse(f.read())
+    found.update({f'{module}:{node.lineno}': m.group(0) for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                  for m in [MEASURED_IN_CODE.search(node.value)] if m})
   assert not found
 
 

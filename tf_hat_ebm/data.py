@@ -225,7 +225,7 @@ def _user_images(cfg, split, input_context, training):
 def _tuned(ds, cfg):
   """tf.data autotuning for tfds sources; off for the embedded digits, which need none: its thread
   sleeps up to a minute between rounds and the iterator waits for it when destroyed (digits runs
-  took up to 54 s to exit after their last line)."""
+  took up to a minute to exit after their last line)."""
   if cfg.name != 'digits':
     return ds
   options = tf.data.Options()
