@@ -1,16 +1,17 @@
 r"""How often the floor's interval covers the truth: the calibration's fit a + b/n over subsamples
-of one small pool, extrapolated to N, with the fit's standard error alone and with the pool's
-bootstrap (tf_hat_ebm/evaluation/calibration.py), on simulated features whose truth is known.
+of one small pool, extrapolated to N, with the fit's standard error alone, with the pool's
+delete-d jackknife (tf_hat_ebm/evaluation/calibration.py) and, for comparison, with a bootstrap of
+the pool, on simulated features whose truth is known.
 
-  python benchmarks/floor_coverage.py                     # 30 pools, 50 bootstrap replicates each
+  python benchmarks/floor_coverage.py                     # 30 pools, 50 replicates each
   python benchmarks/floor_coverage.py --pools=100 --dim=16
 
 Features: Gaussian in --dim dimensions with a 1/k eigenvalue spectrum; a fixed train split of
 --train images (the FID's reference, as the digits' 1,500); each trial draws a new pool of
 --pool held-out images (the digits' 297 test digits) and extrapolates its FID to --num. The
 truth: the mean FID of --num fresh held-out images over 200 draws. Printed: the coverage of the
-95% interval mean +- 1.96 sd with the fit's standard error and with the bootstrap's sd, and the
-mean of each sd.
+95% interval mean +- 1.96 sd with each sd, the mean of each sd, and the sd of the estimate over
+the pools (what they estimate).
 """
 import argparse
 
@@ -34,6 +35,14 @@ def frechet(reference):
   return distance
 
 
+def bootstrap_sd(train, acts, rows, num, rng, replicates, distance):
+  """The fit's sd over bootstrap pools (rows drawn with replacement): what the calibration does not
+  use, as a pool drawn with replacement repeats images."""
+  return float(np.std([calibration.fit_inverse_n(*calibration.subsample_values(
+      train, acts, rng.choice(rows, len(rows), replace=True), rng, distance), num)['mean']
+                       for _ in range(replicates)], ddof=1))
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--pools', type=int, default=30)
@@ -55,21 +64,28 @@ def main():
   distance = frechet(train)
   truth = np.mean([distance(train, draw(args.num)) for _ in range(200)])
   rows = np.arange(args.pool)
-  hits = {'fit se': 0, 'bootstrap sd': 0}
-  sds = {'fit se': [], 'bootstrap sd': []}
+  hits = {'fit se': 0, 'jackknife sd': 0, 'bootstrap sd': 0}
+  sds = {name: [] for name in hits}
+  estimates = []
   for _ in range(args.pools):
     pool = draw(args.pool)
     fit = calibration.fit_inverse_n(*calibration.subsample_values(train, pool, rows, rng,
                                                                   distance), args.num)
-    boot = calibration.pool_bootstrap(train, pool, rows, args.num, rng, args.replicates, distance)
-    hits['fit se'] += abs(fit['mean'] - truth) <= 1.96 * fit['std']
-    hits['bootstrap sd'] += abs(fit['mean'] - truth) <= 1.96 * boot['std']
-    sds['fit se'].append(fit['std'])
-    sds['bootstrap sd'].append(boot['std'])
+    found = {'fit se': fit['std'],
+             'jackknife sd': calibration.pool_spread(train, pool, rows, args.num, rng,
+                                                     args.replicates, distance)['std'],
+             'bootstrap sd': bootstrap_sd(train, pool, rows, args.num, rng, args.replicates,
+                                          distance)}
+    for name, sd in found.items():
+      hits[name] += abs(fit['mean'] - truth) <= 1.96 * sd
+      sds[name].append(sd)
+    estimates.append(fit['mean'])
   print(f'truth {truth:.3f} (FID of {args.num} fresh images, mean of 200); {args.pools} pools of '
-        f'{args.pool}, {args.replicates} bootstrap replicates each, {args.dim}-d features')
+        f'{args.pool}, {args.replicates} replicates each, {args.dim}-d features; the '
+        f'estimate over pools: mean {np.mean(estimates):.3f}, sd {np.std(estimates, ddof=1):.3f} '
+        '(what an sd should say)')
   for name, hit in hits.items():
-    sd = f', mean sd {np.mean(sds[name]):.3f}' if name in sds else ''
+    sd = f', mean sd {np.mean(sds[name]):.3f}'
     print(f'  95% interval from the {name}: covers the truth {hit / args.pools:.2f}{sd}')
 
 

@@ -49,9 +49,9 @@ def test_memorised_digits_score_below_the_held_out_floor(setup):
   assert max(floor['fit']['sizes']) < 297 and len(floor['fit']['values']) == floor['runs'] == 120
   assert cal['memorisation']['method'] == 'measured' and cal['memorisation']['runs'] == 2
   assert cal['memorisation']['mean'] < floor['mean'] and floor['std'] > 0
-  # the pool's own variance: the fit refitted on bootstrap pools of the 297, spread beside it
-  assert floor['pool_bootstrap']['replicates'] == 3 and floor['total_std'] > 0
-  assert floor['total_std'] == floor['pool_bootstrap']['std']
+  # the pool's own variance: the fit refitted on subsets of 238 of the 297, spread beside it
+  assert floor['pool_spread']['replicates'] == 3 and floor['pool_spread']['keep'] == 238
+  assert floor['total_std'] == floor['pool_spread']['std'] > 0
   assert cal['dropped_class']['method'] == 'extrapolated'
   assert sum(cal['test']['counts']) == 297 and cal['test']['rarest_share'] < 0.1
   assert cal['test']['nn_p5'] < cal['test']['nn_mean']
@@ -59,7 +59,7 @@ def test_memorised_digits_score_below_the_held_out_floor(setup):
                                 replicates=3)
   assert whole['floor']['runs'] == 1 and whole['floor']['std'] is None
   assert whole['floor']['method'] == 'measured' and whole['memorisation']['runs'] == 3
-  assert 'pool_bootstrap' not in whole['floor']  # measured: nothing extrapolated to spread
+  assert 'pool_spread' not in whole['floor']  # measured: nothing extrapolated to spread
 
   train = calibration.split_images(data_cfg, 'train')
   copies = calibration.coverage(train[:200], net, data_cfg, cal)
@@ -80,8 +80,8 @@ def gap_cal(floor=1.4, std=0.2, total=0.2):
   fit = dict(a=0.7, b=700.0, a_std=0.3)
   floor = dict(mean=floor, std=std, method='extrapolated', fit=fit, pool=297)
   if total is not None:
-    floor.update(total_std=total, pool_bootstrap=dict(std=total, mean=floor['mean'] + 0.5,
-                                                      replicates=50))
+    floor.update(total_std=total,
+                 pool_spread=dict(std=total, mean=floor['mean'], keep=238, replicates=50))
   return dict(num=1000, floor=floor, memorisation=dict(mean=0.2, std=0.05),
               dropped_class=dict(mean=15.4, label=0))
 
@@ -115,27 +115,33 @@ def test_only_the_floors_interval_with_its_pools_variance_places_a_model_at_the_
   far = [('synthesis', 2.5, 0.23)]
   assert 'can tell at this N' not in tables.gap_lines(gap_cal(1.04, 0.32, 0.32), far)[0]
   assert 'held-out digits: synthesis' in tables.gap_lines(gap_cal(1.04, 0.32, 0.8), far)[0]
-  # a record without the pool's bootstrap places no model at the floor, and says why
+  # a record without the pool's jackknife places no model at the floor, and says why
   old = tables.gap_lines(gap_cal(floor=1.04, std=0.32, total=None), fids)[0]
   assert 'can tell at this N' not in old and 'No model is placed at the floor' in old
   # pylint: disable-next=protected-access
   row = tables._reference_row('floor', gap_cal(total=0.8)['floor'])
-  assert row[1] == "1.40 ± 0.20; ± 0.80 with the pool's own variance (50 bootstrap pools)"
+  assert row[1] == ("1.40 ± 0.20; ± 0.80 with the pool's own variance (a jackknife over 50 "
+                    'subsets of 238)')
 
 
-def test_the_pools_bootstrap_spreads_the_fit_over_pools():
+def test_the_pools_jackknife_spreads_the_fit_over_pools():
   # Features whose FID against the reference is the squared mean shift: a pool's mean is off the
   # population's by ~1/sqrt(60), which the fit's error over subsamples of that pool cannot see.
   rng = np.random.RandomState(0)
   reference = np.zeros([4, 1])
-  pool = rng.standard_normal([60, 1]) + 1.0
 
   def distance(_, acts):
     return float(acts.mean() ** 2)
   rows = np.arange(60)
-  fit = calibration.fit_inverse_n(*calibration.subsample_values(
-      reference, pool, rows, rng, distance), 100)
-  boot = calibration.pool_bootstrap(reference, pool, rows, 100, rng, 40, distance)
-  assert boot['replicates'] == 40 and boot['std'] > 3 * fit['std']
-  # the squared mean of 60 draws around 1 + e: sd ~ 2 x (1 + e) / sqrt(60)
-  assert 0.15 < boot['std'] < 0.4
+  spreads, estimates = [], []
+  for _ in range(30):
+    pool = rng.standard_normal([60, 1]) + 1.0
+    fit = calibration.fit_inverse_n(*calibration.subsample_values(
+        reference, pool, rows, rng, distance), 100)
+    spread = calibration.pool_spread(reference, pool, rows, 100, rng, 20, distance)
+    assert spread['keep'] == 48 and spread['replicates'] == 20 and spread['std'] > 2 * fit['std']
+    spreads.append(spread['std'])
+    estimates.append(fit['mean'])
+  # the jackknife's sd is the estimate's spread over pools: 2 x 1 / sqrt(60) = 0.26 (delta method)
+  assert np.mean(spreads) == pytest.approx(np.std(estimates, ddof=1), rel=0.35)
+  assert np.mean(spreads) == pytest.approx(2 / np.sqrt(60), rel=0.3)

@@ -30,9 +30,11 @@ from tf_hat_ebm.evaluation import fid
 FIT_FRACTIONS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 FIT_DRAWS = 20  # subsamples per size
 # The fit's standard error is conditional on the one pool: every subsample shares its images. Its
-# spread over pools is measured by refitting on bootstrap pools (the pool's own images drawn with
-# replacement; benchmarks/floor_coverage.py: how often each interval covers the truth); an sd from
-# 50 replicates is itself within ~10%.
+# spread over pools is measured by the delete-d jackknife (Shao and Wu 1989): the fit redone on
+# subsets of POOL_KEEP of the pool, their variance x keep / (1 - keep). A bootstrap pool (drawn with
+# replacement) repeats images, which inflates its subsamples' FID and spread (simulated:
+# benchmarks/floor_coverage.py). An sd from 50 replicates is itself within ~10%.
+POOL_KEEP = 0.8
 POOL_REPLICATES = 50
 
 
@@ -55,7 +57,7 @@ def fit_inverse_n(sizes, values, at):
               a_std=float(np.sqrt(cov[1, 1])), b_std=float(np.sqrt(cov[0, 0])))
 
 
-def fid_at(train, acts, num, runs, rng, keep=None, copies=False, bootstrap=None,
+def fid_at(train, acts, num, runs, rng, keep=None, copies=False, spread=None,
            replicates=POOL_REPLICATES):
   """FID against `train` of `num` rows of `acts` (only rows where `keep`), none drawn twice;
   `copies` (the memorisation bound, whose pool is the train split itself): a pool smaller than
@@ -64,9 +66,9 @@ def fid_at(train, acts, num, runs, rng, keep=None, copies=False, bootstrap=None,
   num <= the pool: `runs` draws without replacement (one: the whole pool), method 'measured'.
   Larger: a fit (fit_inverse_n) over subsamples of FIT_FRACTIONS of the pool, FIT_DRAWS each,
   extrapolated to num, method 'extrapolated' with {mean, std (the fit's standard error),
-  fit: {a, b, ..., sizes, values}}; with `bootstrap` (a RandomState of its own, so the other
-  draws stay as they were), also the pool's own variance over `replicates` bootstrap pools:
-  pool_bootstrap and total_std (its sd, the fit's noise included).
+  fit: {a, b, ..., sizes, values}}; with `spread` (a RandomState of its own, so the other
+  draws stay as they were), also the pool's own variance over `replicates` subsets of it:
+  pool_spread and total_std (its sd, the fit's noise included).
   """
   rows = np.arange(len(acts)) if keep is None else np.flatnonzero(keep)
   pool = len(rows)
@@ -83,9 +85,9 @@ def fid_at(train, acts, num, runs, rng, keep=None, copies=False, bootstrap=None,
   fit = fit_inverse_n(sizes, values, num)
   out = dict(mean=fit.pop('mean'), std=fit.pop('std'), runs=len(values), method='extrapolated',
              pool=pool, fit=dict(fit, sizes=sizes, values=values))
-  if bootstrap is not None:
-    out['pool_bootstrap'] = pool_bootstrap(train, acts, rows, num, bootstrap, replicates)
-    out['total_std'] = out['pool_bootstrap']['std']
+  if spread is not None:
+    out['pool_spread'] = pool_spread(train, acts, rows, num, spread, replicates)
+    out['total_std'] = out['pool_spread']['std']
   return out
 
 
@@ -102,19 +104,17 @@ def subsample_values(train, acts, rows, rng, distance=None):
   return sizes, values
 
 
-def pool_bootstrap(train, acts, rows, num, rng, replicates=POOL_REPLICATES, distance=None):
-  """The fit's estimate at `num` refitted on `replicates` bootstrap pools (len(rows) of `rows`
-  drawn with replacement): {std (the spread of the estimate over pools, the fit's own noise
-  included), mean, replicates}. Only the spread is used: a bootstrap pool repeats images, which
-  raises its subsamples' FID, so its estimates sit above the fit's (their mean says by how much)."""
-  estimates = []
-  for _ in range(replicates):
-    pool = rng.choice(rows, len(rows), replace=True)
-    estimates.append(fit_inverse_n(*subsample_values(train, acts, pool, rng, distance), num)[
-        'mean'])
-  estimates = np.asarray(estimates)
-  return dict(std=float(estimates.std(ddof=1)), mean=float(estimates.mean()),
-              replicates=replicates)
+def pool_spread(train, acts, rows, num, rng, replicates=POOL_REPLICATES, distance=None):
+  """The fit's estimate at `num` over pools of the pool: `replicates` subsets of POOL_KEEP of
+  `rows` without replacement, each refitted; {std: the delete-d jackknife's sd of the estimate over
+  pools (the fit's own noise included), mean, keep, replicates}."""
+  keep = int(round(POOL_KEEP * len(rows)))
+  estimates = np.asarray([
+      fit_inverse_n(*subsample_values(train, acts, rng.choice(rows, keep, replace=False), rng,
+                                      distance), num)['mean'] for _ in range(replicates)])
+  scale = keep / (len(rows) - keep)
+  return dict(std=float(np.sqrt(scale) * estimates.std(ddof=1)), mean=float(estimates.mean()),
+              keep=keep, replicates=replicates)
 
 
 def split_images(data_cfg, split):
@@ -175,7 +175,7 @@ def calibrate(data_cfg, feature_net, cache_dir, num, runs=3, seed=0,
   distances = nearest_distances(test_images, train_images)
   return dict(num=num, test_size=len(test),
               floor=fid_at(train, test, num, runs, rng, replicates=replicates,
-                           bootstrap=np.random.RandomState([seed, 1]) if replicates else None),
+                           spread=np.random.RandomState([seed, 1]) if replicates else None),
               memorisation=fid_at(train, train, num, runs, rng, copies=True),
               dropped_class=dict(dropped, label=histogram['rarest_class']),
               test=dict(histogram, nn_mean=float(distances.mean()),

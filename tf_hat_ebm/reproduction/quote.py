@@ -71,7 +71,7 @@ def _floor(report):
          'measured': 'drawn without replacement'}
   how = how.get(floor.get('method'), f'drawn with replacement from the {pool}')
   if floor.get('total_std') is not None:
-    how += f'; ± {floor["total_std"]:.2f} with the pool\'s own variance, a bootstrap of the pool'
+    how += f'; ± {floor["total_std"]:.2f} with the pool\'s own variance (a jackknife of the pool)'
   elif floor.get('method') == 'extrapolated':
     how += ', without the pool\'s own variance'
   return (f'the floor, {n:,} held-out digits, scores {floor["mean"]:.2f} ± {floor["std"]:.2f} '

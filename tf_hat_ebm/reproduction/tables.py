@@ -780,7 +780,8 @@ def _reference_row(label, entry, replaced=False):
   draws = 'fit' if entry.get('method') == 'extrapolated' else entry['runs']
   total = entry.get('total_std')
   pools = '' if total is None else (f'; ± {total:.2f} with the pool\'s own variance '
-                                    f'({entry["pool_bootstrap"]["replicates"]} bootstrap pools)')
+                                    f'(a jackknife over {entry["pool_spread"]["replicates"]} '
+                                    f'subsets of {entry["pool_spread"]["keep"]})')
   return [label + how, number(entry['mean'], entry['std']) + pools, draws]
 
 
@@ -823,7 +824,7 @@ def gap_lines(cal, fids=()):
   if total is None:
     text.append(' No model is placed at the floor: its ± is the fit\'s error on one pool of '
                 f'{floor.get("pool", "?")} images, without the pool\'s own variance (this record '
-                'predates its bootstrap), so how close to the data a model is cannot be read '
+                'predates its jackknife), so how close to the data a model is cannot be read '
                 'from it.')
     at_floor, below = [], []
   if at_floor:
