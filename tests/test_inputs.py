@@ -85,3 +85,19 @@ def test_calibrate_refuses_a_samples_file_without_images_before_the_calibration(
   assert result.returncode == 1 and result.stderr.count('\n') == 1, result.stderr
   assert re.search(f'^error: --samples mine={tmp_path}/x.npz {message}', result.stderr)
   assert not (tmp_path / 'c.json').exists()
+
+
+def test_a_state_file_of_bytes_is_named(trained_workdir, tmp_path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm import checkpoints  # pylint: disable=g-import-not-at-top
+  workdir = tmp_path / 'run'
+  shutil.copytree(trained_workdir, workdir)
+  state = workdir / 'checkpoints' / 'checkpoint'
+  state.write_bytes(b'\x8c\xff\x00 not text')
+  result = run_command('sample.py', f'--workdir={workdir}', f'--output={tmp_path / "s"}')
+  assert result.returncode == 1 and result.stderr.count('\n') == 1, result.stderr
+  assert f'the state file {state} is missing or unreadable, but ckpt-2 exist' in result.stderr
+  with pytest.raises(ValueError, match=f'{state}, the checkpoints\' state file, is not text .*'
+                     'ckpt-2'):  # training's managers read it too
+    checkpoints.checkpoint_managers(str(workdir / 'checkpoints'), tf.Variable(0, dtype=tf.int64),
+                                    {}, {}, 3)

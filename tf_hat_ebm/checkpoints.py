@@ -77,6 +77,8 @@ def state_file_checkpoint(ckpt_dir):
   logging.set_verbosity(logging.ERROR)  # TF logs a garbled state file as a warning: we raise
   try:
     latest = tf.train.latest_checkpoint(ckpt_dir)
+  except UnicodeDecodeError:  # bytes that are not text: unreadable as a garbled one is
+    latest = None
   finally:
     logging.set_verbosity(verbosity)
   return latest if latest and tf.io.gfile.exists(latest + '.index') else None
@@ -152,7 +154,14 @@ def checkpoint_managers(ckpt_dir, step, items, local_items, keep, worker_index=0
         local_checkpoint, os.path.join(ckpt_dir, 'local', f'worker{worker_index}'),
         max_to_keep=keep, step_counter=step)
     write_dir = ckpt_dir if is_chief else os.path.join(ckpt_dir, f'.tmp_worker{worker_index}')
-  manager = tf.train.CheckpointManager(checkpoint, write_dir, max_to_keep=keep, step_counter=step)
+  try:
+    manager = tf.train.CheckpointManager(checkpoint, write_dir, max_to_keep=keep,
+                                         step_counter=step)
+  except UnicodeDecodeError as e:  # it reads the state file, which holds bytes that are not text
+    present = ', '.join(f'ckpt-{s}' for s in list_checkpoints(write_dir)) or 'none'
+    raise ValueError(f'{os.path.join(write_dir, "checkpoint")}, the checkpoints\' state file, is '
+                     f'not text ({e.reason} at byte {e.start}): move it away and rerun (the '
+                     f'checkpoints present: {present})') from None
   archive = (tf.train.CheckpointManager(checkpoint, os.path.join(ckpt_dir, 'archive'),
                                         max_to_keep=None, step_counter=step)
              if is_chief else None)
