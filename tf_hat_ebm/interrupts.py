@@ -4,7 +4,8 @@ A chain is one TensorFlow call (a `tf.while_loop` of up to 10,000 steps): Python
 handlers run only when it returns, a minute later. `interruptible` runs such a call in a worker
 thread while the main thread waits in Python, so the KeyboardInterrupt is raised at once and
 the command unwinds as usual (its output's staging removed, its lock released, its one line);
-the abandoned call ends with the process (`abandoned`: the error guard exits at once). The
+the abandoned call ends with the process (`abandoned`: the error guard exits at once, as
+TensorFlow's threads may still run the chain). The
 compiled chain itself is unchanged: as fast as before, and the same samples. TensorFlow-free.
 """
 import signal
@@ -74,5 +75,7 @@ def interruptible_iter(iterable):
 
 
 def abandoned():
-  """Whether an interrupted call still runs in its worker thread (the process must end now)."""
-  return any(thread.is_alive() for thread in _ABANDONED)
+  """Whether a call was interrupted: its work may still run, in its worker thread or in
+  TensorFlow's own threads even once that thread returned, and would crash the interpreter's
+  exit; the process must end now (os._exit)."""
+  return bool(_ABANDONED)
