@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from tf_hat_ebm import generators
+from tf_hat_ebm import learning
 from tf_hat_ebm import nets
 from tf_hat_ebm.keras_compat import keras
 from tf_hat_ebm.tasks import sngan
@@ -75,7 +76,10 @@ def test_training_saves_g_and_d_and_loader_rejects_a_mismatch(tmp_path):
   assert sorted(os.listdir(tmp_path / 'samples')) == ['samples_0000002.png']
   g, d = generators.load_sngan(str(tmp_path), config)
   z = tf.random.normal([2, 4])
-  np.testing.assert_allclose(g(z).numpy(), task.generator(z).numpy(), rtol=1e-5, atol=1e-6)
+  # what refinement loads is the average of G's weights (training.gen_ema), not G as trained
+  assert config.training.gen_ema > 0
+  np.testing.assert_allclose(g(z).numpy(), task.sampler(z).numpy(), rtol=1e-5, atol=1e-6)
+  assert not np.allclose(g(z).numpy(), task.generator(z).numpy(), rtol=1e-3)
   assert not g.trainable and not d.trainable
   x = tf.random.normal([2, 16, 16, 1])
   np.testing.assert_allclose(d(x).numpy(), task.discriminator(x).numpy(), rtol=1e-5, atol=1e-6)
@@ -85,3 +89,25 @@ def test_training_saves_g_and_d_and_loader_rejects_a_mismatch(tmp_path):
                      r'latent \[4\]; config expects image 32x32x3, generator width 16, '
                      r'latent \[8\]'):
     generators.load_sngan(str(tmp_path), wrong)
+
+
+def test_ema_decay_warms_up_as_tensorflows_moving_average():
+  np.testing.assert_allclose([float(learning.ema_decay(0.999, n)) for n in (0, 1, 90, 10**6)],
+                             [0.1, 2 / 11, 0.91, 0.999], rtol=1e-6)
+
+
+def test_ema_update_averages_trainable_weights_and_copies_statistics(two_replicas):
+  def build():
+    model = keras.Sequential([keras.layers.Dense(3), keras.layers.BatchNormalization()])
+    model.build([None, 2])
+    return model
+
+  with two_replicas.scope():
+    model = build()
+    average = learning.ema_variables(build)
+  model.layers[1].moving_mean.assign([1.0, 2.0, 3.0])
+  before = [w.numpy() for w in average.trainable_weights]
+  two_replicas.run(tf.function(lambda: learning.ema_update(average, model, 0.75)))
+  for b, a, w in zip(before, average.trainable_weights, model.trainable_weights):
+    np.testing.assert_allclose(a.numpy(), 0.75 * b + 0.25 * w.numpy(), rtol=1e-6)
+  np.testing.assert_allclose(average.layers[1].moving_mean.numpy(), [1.0, 2.0, 3.0])

@@ -248,6 +248,11 @@ def sngan_defaults():
   training.n_dis = 5            # discriminator steps per generator step
   training.checkpoint_every = 5000
   training.sample_every = 5000
+  # Small-data GAN training (off in Mimicry's CIFAR-10 recipe): DiffAugment's policy on D's inputs
+  # (augment.py; e.g. 'translation,cutout'), and the decay of an exponential moving average of G's
+  # weights that sampling, refinement and DDLS then use (0: off, G as trained).
+  training.diffaugment = ''
+  training.gen_ema = 0.0
   optim = config.optim
   optim.beta1 = 0.0
   optim.beta2 = 0.9

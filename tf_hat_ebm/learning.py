@@ -90,3 +90,33 @@ def ebm_update(hat, optimizer, x_pos, x_neg, temperature, global_batch_size, cli
                                     clip_mode)
   return (loss, grad_norm, tf.reduce_mean(tf.cast(energies['pos'], tf.float32)),
           tf.reduce_mean(tf.cast(energies['neg'], tf.float32)))
+
+
+def ema_decay(decay, num_updates):
+  """The decay of update `num_updates` (counted from 0): min(decay, (1 + n) / (10 + n)), as
+  tf.train.ExponentialMovingAverage's num_updates, so the average follows the early, fast-moving
+  weights instead of remembering their initialisation."""
+  n = tf.cast(num_updates, tf.float32)
+  return tf.minimum(tf.cast(decay, tf.float32), (1.0 + n) / (10.0 + n))
+
+
+def ema_update(average, model, decay):
+  """average's trainable weights <- decay * average + (1 - decay) * model's, and its other weights
+  (batch-norm statistics) copied from model, as StyleGAN2-ADA keeps G_ema's buffers. Inside a
+  replica context: average's variables aggregate ONLY_FIRST_REPLICA (ema_variables)."""
+  for a, w in zip(average.trainable_weights, model.trainable_weights):
+    a.assign(decay * a + (1.0 - decay) * tf.cast(w, a.dtype))
+  for a, w in zip(average.non_trainable_weights, model.non_trainable_weights):
+    a.assign(tf.cast(w, a.dtype))
+
+
+def ema_variables(build):
+  """build() with its mirrored variables aggregating ONLY_FIRST_REPLICA, so that ema_update can
+  assign them inside `strategy.run` (every replica computes the same average)."""
+  def creator(next_creator, **kwargs):
+    if kwargs.get('synchronization') != tf.VariableSynchronization.ON_READ:
+      kwargs['aggregation'] = tf.VariableAggregation.ONLY_FIRST_REPLICA
+    return next_creator(**kwargs)
+
+  with tf.variable_creator_scope(creator):
+    return build()

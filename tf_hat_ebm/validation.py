@@ -17,6 +17,7 @@ OPTIONAL_FLOATS = config_lib.OPTIONAL_FLOATS  # None: off
 FLOAT32_MAX = 3.4028234663852886e38
 CHAIN_SECTIONS = ('langevin', 'sampling', 'ddls')
 # Kept here (not imported from data.py / nets.py) so that checking a config needs no TensorFlow.
+DIFFAUGMENT_POLICIES = ('color', 'translation', 'cutout')  # augment.py
 DATASETS = ('digits', 'cifar10', 'cifar100', 'svhn_cropped', 'celeb_a', 'imagenet2012')
 # A user's images (image_sources.py): 'folder:<path>' or 'array:<path>'.
 USER_SOURCES = ('folder:', 'array:')
@@ -70,6 +71,16 @@ def check_image_size(image_size):
   if image_size not in SUPPORTED_IMAGE_SIZES:
     raise ConfigError(f'image size {image_size} has no SN-GAN network; supported sizes are '
                       f'{", ".join(map(str, SUPPORTED_IMAGE_SIZES))}')
+
+
+def diffaugment_policy(policy):
+  """'translation,cutout' -> ('translation', 'cutout'); '' -> (); an unknown name is an error."""
+  names = tuple(p.strip() for p in str(policy or '').split(',') if p.strip())
+  unknown = [p for p in names if p not in DIFFAUGMENT_POLICIES]
+  if unknown:
+    raise ConfigError(f'training.diffaugment: unknown {", ".join(map(repr, unknown))}; choose '
+                      f'from {", ".join(DIFFAUGMENT_POLICIES)} (comma-separated, or \'\' for none)')
+  return names
 
 
 def _fail(field, requirement, value, source):
@@ -238,6 +249,10 @@ def check_training(t, source=None):
   for key in ('data_eps', 'gen_loss_factor', 'latent_noise', 'recon_factor'):
     if key in t:
       number(key, 0, high=MAX_SCALE)
+  if 'gen_ema' in t:
+    number('gen_ema', 0, high=1, strict_high=True)
+  if 'diffaugment' in t:
+    diffaugment_policy(t.diffaugment)
   if 'generator_update' in t:
     _check_choice('training.generator_update', t.generator_update, GENERATOR_UPDATES, source)
   if 'rollback_lr_factor' in t:

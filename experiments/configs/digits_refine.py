@@ -21,7 +21,7 @@ PAPER_K = dict(langevin=250, sampling=350)  # training and FID chains (appendix;
 def get_config(size=None):
   config = config_lib.digits(registry.defaults('joint'), 'digits_refine', steps=6000, every=500)
   config.generator.path = 'workdir/digits_sngan'
-  config.model.update(hat_width=32, gen_width=32, disc_width=32, z_dim=16)  # digits_sngan.py's
+  config.model.update(hat_width=32, gen_width=64, disc_width=32, z_dim=128)  # digits_sngan.py's
   for name, paper_k in PAPER_K.items():
     chain, scale = config[name], math.sqrt(paper_k / K)
     chain.update(steps=K, step_size=1e-4 * scale, latent_step_size=5e-3 * scale,

@@ -13,6 +13,9 @@ from tf_hat_ebm import registry
 
 def get_config(size=None):
   config = config_lib.digits(registry.defaults('sngan'), 'digits_sngan', steps=2400, every=200)
-  config.model.update(gen_width=32, disc_width=32, z_dim=16)
+  # The synthesis generator's size (digits_synth.py); small-data GAN training: DiffAugment's
+  # translation and cutout on every input of D, and G's weights averaged over ~1,000 steps.
+  config.model.update(gen_width=64, disc_width=32, z_dim=128)
+  config.training.update(diffaugment='translation,cutout', gen_ema=0.999)
   config.training.update(steps_per_loop=25, log_every=100)
   return config_lib.sized(config, size)

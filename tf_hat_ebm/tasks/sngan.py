@@ -5,9 +5,14 @@ Hinge loss from TF-GAN, Adam(2e-4, beta1 = 0, beta2 = 0.9) with both rates decay
 n_dis = 5 discriminator steps per generator step; one trainer step is one generator step (Mimicry
 counts 100k of those). D is called with training=True while training (spectral normalisation
 updates its estimate) and training=False when frozen.
+For small data sets (training.diffaugment, training.gen_ema): DiffAugment on every input of D
+(augment.py), real and generated, in D's steps and G's; and an exponential moving average of G's
+weights, checkpointed as `generator` (what sampling, refinement and DDLS read) beside the trained
+weights, `generator_train`.
 """
 import tensorflow as tf
 
+from tf_hat_ebm import augment
 from tf_hat_ebm import learning
 from tf_hat_ebm import nets
 from tf_hat_ebm import optim
@@ -63,10 +68,28 @@ class SNGANTask(base.Task):
       learning.check_clip_mode(config.optim[f'{net}_clip_mode'], f'optim.{net}_clip_mode')
     self.generator = nets.make_generator(config.model, data.image_size, data.channels)
     self.discriminator = nets.make_discriminator(config.model, data.image_size, data.channels)
+    self.policy = config.training.get('diffaugment', '')
+    self.ema = float(config.training.get('gen_ema', 0.0))
     self.networks = dict(generator=self.generator, discriminator=self.discriminator)
+    self.sampler = self.generator  # the G that sampling and the grids use
+    if self.ema:
+      self.sampler = learning.ema_variables(
+          lambda: nets.make_generator(config.model, data.image_size, data.channels))
+      self.networks = dict(generator=self.sampler, generator_train=self.generator,
+                           discriminator=self.discriminator)
     gen_lr, disc_lr = learning_rates(config)
     self.adam('gen', self.generator.trainable_variables, gen_lr)
     self.adam('disc', self.discriminator.trainable_variables, disc_lr)
+
+  def initialize(self):
+    """Fresh start: the average starts at G's initial weights."""
+    if self.ema:
+      self.strategy.run(tf.function(
+          lambda: learning.ema_update(self.sampler, self.generator, 0.0)))
+
+  def discriminate(self, images):
+    """D(DiffAugment(images)) while training."""
+    return self.discriminator(augment.diff_augment(images, self.rng, self.policy), training=True)
 
   def _latents(self):
     return self.rng.normal([self.batch, *self.generator.latent_shape])
@@ -76,8 +99,8 @@ class SNGANTask(base.Task):
     logits = {}
 
     def loss():
-      logits['real'] = self.discriminator(real, training=True)
-      logits['fake'] = self.discriminator(fake, training=True)
+      logits['real'] = self.discriminate(real)
+      logits['fake'] = self.discriminate(fake)
       return discriminator_loss(logits['real'], logits['fake'], self.global_batch)
 
     ocfg = self.config.optim
@@ -91,7 +114,7 @@ class SNGANTask(base.Task):
     return learning.apply_gradients(
         self.optimizers['gen'],
         lambda: generator_loss(
-            self.discriminator(self.generator(self._latents(), training=True), training=True),
+            self.discriminate(self.generator(self._latents(), training=True)),
             self.global_batch),
         self.generator.trainable_variables, self.config.optim.gen_clip_norm,
         self.config.optim.gen_clip_mode)
@@ -103,6 +126,9 @@ class SNGANTask(base.Task):
       fake = tf.stop_gradient(self.generator(self._latents(), training=True))
       d_value, d_norm, d_real, d_fake = self.discriminator_step(real[i], fake)
     g_value, g_norm = self.generator_step()
+    if self.ema:
+      updates = self.optimizers['gen'].iterations - 1  # this step's, from 0
+      learning.ema_update(self.sampler, self.generator, learning.ema_decay(self.ema, updates))
     replicas = self.strategy.num_replicas_in_sync
     return dict(disc_loss=d_value * replicas, gen_loss=g_value * replicas,
                 disc_real=tf.reduce_mean(d_real), disc_fake=tf.reduce_mean(d_fake),
@@ -112,4 +138,4 @@ class SNGANTask(base.Task):
     """Fixed-seed G(z) for the image grids: {'x'} numpy."""
     self.grid_rng.reset_from_seed([self.config.seed + 1])
     z = self.grid_rng.normal([num, *self.generator.latent_shape])
-    return {'x': self.generator(z, training=False).numpy()}
+    return {'x': self.sampler(z, training=False).numpy()}
