@@ -13,7 +13,8 @@ from tf_hat_ebm import registry
 # docs/code.md's layer table, bottom up: a module imports only modules of its own layer or below.
 LAYERS = (
     ('registry', 'config', 'errors', 'checkpoints', 'guard', 'langevin', 'learning', 'optim',
-     'augment', 'bank', 'figures', 'flops', 'validation', 'text', 'files', 'interrupts', 'perf', 'progress',
+     'augment', 'bank', 'figures', 'flops', 'validation', 'text', 'files', 'interrupts', 'perf',
+     'progress',
      'reproduction.stages', 'reproduction.paper', 'reproduction.statistics',
      'reproduction.children', 'reproduction.plateau', 'reproduction.departures',
      'reproduction.plan', 'reproduction.records', 'reproduction.scheduler',
