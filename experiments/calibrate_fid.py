@@ -7,7 +7,8 @@ For the dataset of --workdir's run (its config.json), against the train split's 
 FID of --num held-out test digits (the floor), of --num training digits (a generator that copied
 its data) and of --num test digits without one class (a missing mode), each over --runs draws
 without replacement, or, for a set smaller than --num (the 297 test digits), extrapolated from a
-fit FID(n) = a + b / n over its subsamples, with the fit's standard error. Per --samples file (an
+fit FID(n) = a + b / n over its subsamples, with the fit's standard error and the pool's own
+variance (the fit redone on subsets of the pool: a delete-d jackknife). Per --samples file (an
 .npz of sample.py, its `images`): the class histogram by the FID's own classifier, the share of
 its rarest class, and the distance of each sample to its nearest training image beside the test
 digits' own.

@@ -260,9 +260,11 @@ def _calibrate(workdir, output, num, runs, files, feature_cache_dir):
   os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
   result_files.write_json(output, dict(calibration=cal, coverage=found, missing=missing))
   floor = cal['floor']
+  pooled = ('' if floor.get('total_std') is None else
+            f'; ± {floor["total_std"]:.2f} with the pool\'s own variance')
   print(f'FID at N = {num}: floor {floor["mean"]:.2f} ± {floor["std"] or 0:.2f} '
-        f'({floor["method"]}), memorisation bound {cal["memorisation"]["mean"]:.2f}, missing class '
-        f'{cal["dropped_class"]["mean"]:.2f}')
+        f'({floor["method"]}{pooled}), memorisation bound {cal["memorisation"]["mean"]:.2f}, '
+        f'missing class {cal["dropped_class"]["mean"]:.2f}')
   for label, c in found.items():
     print(f'{label}: rarest class {c["rarest_class"]} at {100 * c["rarest_share"]:.1f}%, nearest '
           f'training image {c["nn_mean"]:.3f} (test digits {cal["test"]["nn_mean"]:.3f})')
