@@ -299,3 +299,19 @@ def test_the_your_data_page_runs_as_written(digits_folder, tmp_path, monkeypatch
   assert os.path.exists('workdir/folder_synth/fid.json')
   loaded = tf.saved_model.load('exported/folder_synth')
   assert loaded.sample(num_samples=2)['images'].shape == (2, 16, 16, 1)
+
+
+def test_random_flips_keep_the_input_position_savable(digits_folder, tmp_path):
+  from tf_hat_ebm.tasks.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
+  config = tiny(**{'data.name': f'folder:{digits_folder[0]}', 'data.random_flip': True,
+                   'data.cache': False})
+  strategy = tf.distribute.get_strategy()  # its checkpoint saves the input position
+  Trainer(SynthesisTask(config, strategy), config, str(tmp_path), strategy, verbose=False).train(2)
+  assert os.path.exists(tmp_path / 'checkpoints' / 'ckpt-2.index')
+  config.data.shuffle_buffer = 1  # in order: the first pass beside the images as they are
+  images = next(iter(data.eval_dataset(config.data, 'train', 64))).numpy()
+  batch = next(iter(data.train_dataset(config.data, 64))).numpy()
+  flipped = np.all(batch == images[:, :, ::-1], axis=(1, 2, 3))
+  kept = np.all(batch == images, axis=(1, 2, 3))
+  assert 10 < flipped.sum() < 54 and np.all(flipped | kept)  # about half of them flipped

@@ -108,8 +108,6 @@ def preprocess_fn(cfg, training):
     elif image.shape[0] != size:
       image = _resize(tf.cast(image, tf.float32), size, 'bilinear')
     image = to_unit_range(image)
-    if cfg.random_flip and training:
-      image = tf.image.random_flip_left_right(image)
     return tf.ensure_shape(image, [size, size, cfg.channels])
 
   return fn
@@ -211,15 +209,23 @@ def _user_images(cfg, split, input_context, training):
   ds = image_sources.pixels(cfg, split)
   if input_context is not None and input_context.num_input_pipelines > 1:
     ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+  del training  # the same images for training and evaluation (train_dataset flips)
   size = cfg.image_size
 
   def fn(image):
     image = to_unit_range(center_crop_resize(image, size))
-    if cfg.random_flip and training:
-      image = tf.image.random_flip_left_right(image)
     return tf.ensure_shape(image, [size, size, cfg.channels])
 
   return ds.map(fn, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def random_flips(ds, seed):
+  """Each image flipped left-right with probability 1/2, drawn anew at every pass: after the
+  cache (else each image keeps its first draw), from a seeded random dataset with stateless ops
+  (a stateful op makes the pipeline's position, training.checkpoint_data_iterator, unsavable)."""
+  return tf.data.Dataset.zip((ds, tf.data.Dataset.random(seed=seed))).map(
+      lambda image, draw: tf.image.stateless_random_flip_left_right(image, tf.stack([draw, 0])),
+      num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def _tuned(ds, cfg):
@@ -241,6 +247,8 @@ def train_dataset(cfg, global_batch_size, input_context=None):
   if cfg.cache:
     ds = ds.cache()
   ds = ds.shuffle(cfg.shuffle_buffer, seed=cfg.seed).repeat()
+  if cfg.random_flip:
+    ds = random_flips(ds, cfg.seed)
   return _tuned(ds.batch(batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE), cfg)
 
 
