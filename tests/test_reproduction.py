@@ -489,6 +489,11 @@ def test_a_hat_ebm_the_guard_stops_is_scored_at_its_last_healthy_checkpoint_and_
     (dict(commands=['python experiments/train_synthesis.py --config.seed=7']),
      'was made by other commands'),
     (None, 'is not a stage record'),
+    # edited by hand: the field named, not 'records step 4, but the latest checkpoint is step 4'
+    (dict(step='4'), r'done.json is not a stage record \(field step is "4", not a whole number '
+                     r'of steps\): delete it to rerun the stage'),
+    (dict(seconds=float('nan')), 'field seconds is NaN, not a number of seconds'),
+    (dict(files=['fid.json']), 'field files is \\["fid.json"\\], not an object of file'),
 ])
 def test_records_of_another_scale_or_config_or_garbled_are_refused(tmp_path, edit, message):
   o = options(tmp_path, seeds=(0,), parts=('synthesis',), jobs='1')
@@ -497,6 +502,19 @@ def test_records_of_another_scale_or_config_or_garbled_are_refused(tmp_path, edi
   record = json.loads(path.read_text())
   path.write_text('{"stage": ' if edit is None else json.dumps(dict(record, **edit)))
   with pytest.raises(runner_lib.StageError, match=message):
+    run(o, FakeScripts(str(tmp_path)))
+
+
+def test_a_config_json_reformatted_with_the_same_values_is_the_same_config(tmp_path):
+  o = options(tmp_path, seeds=(0,), parts=('synthesis',), jobs='1')
+  records = run(o, FakeScripts(str(tmp_path)))
+  path = tmp_path / 'synthesis_s0' / 'config.json'
+  path.write_text(json.dumps(json.loads(path.read_text()), indent=4, sort_keys=True) + '\n')
+  again = FakeScripts(str(tmp_path))
+  assert run(o, again)['synthesis_s0']['result'] == records['synthesis_s0']['result']
+  assert again.calls == []  # done: skipped, not refused as another config
+  path.write_text(json.dumps(dict(training=dict(num_steps=4, batch_size=8))))  # another value
+  with pytest.raises(runner_lib.StageError, match='changed since .* \\(another config\\)'):
     run(o, FakeScripts(str(tmp_path)))
 
 
