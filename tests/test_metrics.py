@@ -197,9 +197,9 @@ def test_the_first_version_of_fid_json_and_its_records_are_read():
       runs = stored['values']['fid'][method] if 'schema' in stored else stored[f'{method}_runs']
       assert evaluation.mean('fid', method) == pytest.approx(sum(runs) / len(runs))
       read.add(name)
-  # every stage whose record rests on a fid.json is read as an evaluation, and no other
-  scored = {name for name, record in stages.items()
-            if any(f.endswith('/fid.json') for f in record.get('files') or ())}
+  # every stage whose record rests on its own fid.json is read as an evaluation, and no other
+  scored = {name for name, record in stages.items() if any(
+      f.startswith(f'{name}/') and f.endswith('/fid.json') for f in record.get('files') or ())}
   assert scored and read == scored
 
 

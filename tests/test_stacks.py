@@ -1,6 +1,7 @@
 """The two stacks (docs/install.md): requirements files and pyproject.toml agree, Keras 2 without
 touching a user's Keras 3, tensorflow_hub without pkg_resources."""
 import inspect
+from importlib import metadata
 import os
 import re
 import subprocess
@@ -37,12 +38,21 @@ def requirement_lines(name, python_version):
 def test_requirements_pick_the_stack_by_python_version():
   pinned = requirement_lines('requirements.txt', PINNED_PYTHON)
   latest = requirement_lines('requirements.txt', LATEST_PYTHON)
-  assert str(pinned['tensorflow']) == '==2.15.1' and str(pinned['tensorflow-gan']) == '==2.1.0'
-  assert 'tf-keras' not in pinned and '1.26.4' in pinned['numpy']
-  major, minor = map(int, re.match(r'==(\d+)\.(\d+)', str(latest['tensorflow'])).groups())
-  assert (major, minor) >= (2, 20) and str(latest['tf-keras']).startswith(f'=={major}.{minor}.')
-  assert '2.0.0' in latest['numpy'] and '1.26.4' not in latest['numpy']
-  assert not {'tensorflow-gan', 'tensorflow-probability'} & set(latest)
+  # The pinned stack is TensorFlow before 2.16 (Keras 2 inside it: keras_compat's first branch)
+  # on numpy 1, with TF-GAN; the current one 2.20+ with its own tf-keras, on numpy 2.
+  for stack, keras_2_inside in ((pinned, True), (latest, False)):
+    tf_version = tuple(map(int, re.match(r'==(\d+)\.(\d+)', str(stack['tensorflow'])).groups()))
+    assert (tf_version < (2, 16)) == keras_2_inside and ('tf-keras' in stack) != keras_2_inside
+    assert ('tensorflow-gan' in stack) == keras_2_inside
+    assert not stack['numpy'].contains('2.0.0') == keras_2_inside
+  assert str(latest['tf-keras']).startswith('=={}.{}.'.format(*re.match(
+      r'==(\d+)\.(\d+)', str(latest['tensorflow'])).groups()))  # tf-keras follows TensorFlow
+  # The requirements of the running Python name the stack these tests run on.
+  running = requirement_lines('requirements.txt', '{}.{}'.format(*sys.version_info[:2]))
+  for name in ('tensorflow', 'numpy', 'tf-keras', 'tensorflow-gan'):
+    if name in running:
+      assert running[name].contains(metadata.version(name), prereleases=True), name
+  assert 'tensorflow-probability' not in latest
   for stack in (pinned, latest):  # undeclared by TensorFlow 2.16+ or tensorflow-hub
     assert {'tensorboard', 'setuptools', 'packaging'} <= set(stack)
   assert 'importlib-resources' in latest  # tfds 4.9.10 imports it for any download
