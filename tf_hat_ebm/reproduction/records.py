@@ -10,6 +10,7 @@ another scale, size or command line are refused.
 """
 import hashlib
 import json
+import math
 import os
 import re
 
@@ -102,6 +103,38 @@ def describe(scale, size):
   return f'scale {scale}' + (f', config size {size}' if size else '')
 
 
+def _whole(value):
+  return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _seconds(value):
+  return (isinstance(value, (int, float)) and not isinstance(value, bool)
+          and math.isfinite(value) and value >= 0)
+
+
+# A record's fields a reader computes with, and what each must be when present (not null).
+RECORD_FIELDS = {
+    'step': (_whole, 'a whole number of steps'),
+    'num_steps': (_whole, 'a whole number of steps'),
+    'seconds': (_seconds, 'a number of seconds'),
+    'files': (lambda v: isinstance(v, dict) and all(
+        isinstance(k, str) and isinstance(s, (str, type(None))) for k, s in v.items()),
+        'an object of file: sha256'),
+    'config': (lambda v: isinstance(v, dict), 'an object'),
+    'exits': (lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v),
+              'a list of command exits'),
+}
+
+
+def check_record_fields(record):
+  """A ValueError naming the first field of a stage record that holds a value of the wrong kind
+  (a record edited by hand: `"step": "2"`)."""
+  for field, (ok, what) in RECORD_FIELDS.items():
+    value = record.get(field)
+    if value is not None and not ok(value):
+      raise ValueError(f'field {field} is {json.dumps(value)[:40]}, not {what}')
+
+
 def read_record(path, stage, options):
   """The record of a finished stage, or None; refuses one it cannot trust (one line)."""
   if not os.path.lexists(path):
@@ -112,6 +145,7 @@ def read_record(path, stage, options):
       raise ValueError(f'a JSON {type(record).__name__}, not an object')
     if not isinstance(record.get('result', {}), dict):
       raise ValueError(f'its result is a JSON {type(record["result"]).__name__}, not an object')
+    check_record_fields(record)
   except (OSError, ValueError) as e:
     raise StageError(f'{path} is not a stage record ({one_line(e)}): delete it to rerun '
                      f'the stage') from None
@@ -319,8 +353,9 @@ class Disk:
       return Redo((), 'its record lists no files to check it against')
     for name, sha in sorted(files.items()):
       now = file_sha256(self.path(name))
-      if now == sha:
-        continue
+      if now == sha or (now is not None and stage.kind.trains
+                        and name == f'{stage.workdir}/config.json'):
+        continue  # a training's config.json is judged by its values (verify_training)
       if name in stage.inputs:
         return Redo(stage.outputs, f'{name} changed since it was read')
       if now is None and name.endswith('/config.json'):
@@ -360,7 +395,7 @@ class Disk:
     """A training stage's step and config.json against its workdir (see verify)."""
     if not stage.kind.trains:
       return None
-    step, _ = training_progress(self.path(stage.workdir))
+    step, target = training_progress(self.path(stage.workdir))
     config = record.get('config') or {}
     path = self.path(stage.workdir, 'config.json')
     if file_sha256(path) is None or step == 0:
@@ -368,9 +403,10 @@ class Disk:
                        f'{self.path(stage.workdir)} holds '
                        f'{"no config.json" if file_sha256(path) is None else "no checkpoint"} '
                        f'(deleted?): delete {self.path(stage.name)} to rerun the stage')
-    same = file_sha256(path) == config.get('sha256')
-    if not same and (config_body_sha256(path) != config.get('body_sha256')
-                     or step == record.get('step')):
+    # The same bytes, or the same values (reformatted; or trained on: num_steps raised).
+    body = config_body_sha256(path) == config.get('body_sha256')
+    same = file_sha256(path) == config.get('sha256') or (body and target == record.get('num_steps'))
+    if not same and (not body or step == record.get('step')):
       raise StageError(f'stage {stage.name}: {path} changed since {where} was written (another '
                        f'config): delete {self.path(stage.name)} to rerun the stage')
     if not isinstance(record.get('step'), int) or step < record['step']:
