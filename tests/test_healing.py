@@ -141,3 +141,14 @@ def test_a_killed_runs_lock_and_staging_are_taken_over_and_the_rerun_works(
   with pytest.raises(workdir_lib.WorkdirLockedError, match=f'another {script} run'):
     outputs.OwnedOutput(str(tmp_path), script, True, 'output').__enter__()
   assert (tmp_path / 'result.txt').read_text() == 'whole'
+
+
+def test_a_write_into_an_output_over_the_file_size_limit_names_the_output(tmp_path):
+  """A memmap or zip write under `ulimit -f` fails with errno 27 and no file name (sample.py's
+  samples.npz): the output is named, its staging removed."""
+  from tf_hat_ebm import outputs  # pylint: disable=g-import-not-at-top
+  with pytest.raises(PermissionError, match=f'cannot write --output={tmp_path}: File too large; '
+                     r'over the file-size limit \(ulimit -f\)'):
+    with outputs.OwnedOutput(str(tmp_path), 'sample', False, 'output'):
+      raise OSError(errno.EFBIG, 'File too large')
+  assert os.listdir(tmp_path) == []

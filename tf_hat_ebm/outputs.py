@@ -8,6 +8,7 @@ import tempfile
 
 import tensorflow as tf
 
+from tf_hat_ebm import files
 from tf_hat_ebm import workdir as workdir_lib
 
 
@@ -333,6 +334,10 @@ class OwnedOutput:
         remove(self.staging)
     finally:
       self._lock.__exit__(*exc)
+    error = exc[1]
+    if (isinstance(error, OSError) and not error.filename
+            and error.errno in files.FULL + files.READ_ONLY):  # a memmap's, a zip's: no path
+      raise PermissionError(files.cannot_write(f'--{self.flag}={self.path}', error)) from None
     return False
 
 
