@@ -335,8 +335,8 @@ class OwnedOutput:
     finally:
       self._lock.__exit__(*exc)
     error = exc[1]
-    if (isinstance(error, OSError) and not error.filename
-            and error.errno in files.FULL + files.READ_ONLY):  # a memmap's, a zip's: no path
+    disk = isinstance(error, OSError) and error.errno in files.FULL + files.READ_ONLY
+    if disk and not error.filename:  # a memmap's, a zip's write: no path of its own
       raise PermissionError(files.cannot_write(f'--{self.flag}={self.path}', error)) from None
     return False
 
