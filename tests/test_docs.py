@@ -85,7 +85,7 @@ def test_the_package_description_has_absolute_links_and_the_citation():
 
 
 def test_the_docs_quote_the_committed_report_as_its_json_has_it():
-  """README, results.md and reproduce.md quote docs/reproduction/digits/report.json: their block
+  """results.md and reproduce.md quote docs/reproduction/digits/report.json: their block
   is quote.block(report) (`python -m tf_hat_ebm.reproduction.quote` rewrites it)."""
   with open(os.path.join(REPO, quote.REPORT)) as f:
     report = json.load(f)
@@ -179,3 +179,15 @@ def test_withdrawn_numbers_are_gone_from_the_user_pages():
     for withdrawn in ('36.1 / 40.0 / 36.0', '8.68 / 14.97 / 14.07', '34.72', '31.44',
                       '3.49 ± 0.21', 'in 2 of the last 3 runs', '15.84 / 14.27 / 11.84'):
       assert withdrawn not in text, (page, withdrawn)
+
+
+def test_the_readme_is_a_first_page_read_in_two_minutes():
+  # Install, the main command and one figure first; the rest is a link to docs/.
+  with open(os.path.join(REPO, 'README.md')) as f:
+    text = f.read()
+  assert len(text.splitlines()) <= 150
+  first_table = text.index('\n|')
+  for first in ('pip install -r requirements.txt', 'python experiments/train_synthesis.py',
+                '![', 'python -m pytest'):
+    assert first in text, first
+  assert text.index('![') < text.index('python experiments/train_synthesis.py') < first_table

@@ -19,6 +19,9 @@ from tf_hat_ebm.reproduction import quote
 from conftest import REPO
 
 
+PAGE = quote.PAGES[0]  # a page that quotes the report's numbers
+
+
 @pytest.fixture(name='docs_root')
 def docs_root_fixture(tmp_path):
   """A copy of the pages the quoter rewrites and the report they quote."""
@@ -47,23 +50,23 @@ def listing(root):
 
 
 def test_quote_rewrites_every_page_atomically(docs_root):
-  readme = docs_root / 'README.md'
-  lines = readme.read_text().splitlines()
+  page = docs_root / PAGE
+  lines = page.read_text().splitlines()
   start = lines.index(quote.BEGIN)
-  readme.write_text('\n'.join(lines[:start + 1] + ['| stale | 0.00 |'] + lines[start + 1:]) + '\n')
+  page.write_text('\n'.join(lines[:start + 1] + ['| stale | 0.00 |'] + lines[start + 1:]) + '\n')
   before = listing(docs_root)
   result = run_quote(docs_root)
   assert result.returncode == 0, result.stderr
-  assert '| stale | 0.00 |' not in readme.read_text()
+  assert '| stale | 0.00 |' not in page.read_text()
   assert listing(docs_root) == before  # no temporary file left
   assert pages(docs_root) == {p: open(os.path.join(REPO, p), 'rb').read()
                               for p in quote.ALL_PAGES}
 
 
 def swap_markers(root):
-  text = (root / 'README.md').read_text()
+  text = (root / PAGE).read_text()
   text = text.replace(quote.BEGIN, '@@').replace(quote.END, quote.BEGIN).replace('@@', quote.END)
-  (root / 'README.md').write_text(text)
+  (root / PAGE).write_text(text)
 
 
 def drop_row(root):
@@ -78,8 +81,8 @@ def drop_row(root):
 @pytest.mark.parametrize('damage, fsize, message', [
     (drop_row, None, r"^error: docs/reproduction/digits/report.json has no refinement row "
                      r"starting 'DDLS' \(a row the docs quote\); no page written$"),
-    (swap_markers, None, r'^error: README.md: its END marker \(.*\) is above its BEGIN marker: '
-                         r'put it back below the block; no page written$'),
+    (swap_markers, None, rf'^error: {re.escape(PAGE)}: its END marker \(.*\) is above its BEGIN '
+                         r'marker: put it back below the block; no page written$'),
     # reproduce.md is larger than the limit: its temporary file is cut, no page is touched
     (None, 20000, r'^error: cannot write .*: File too large; over the file-size limit '
                   r'\(ulimit -f\) or the filesystem\'s: raise it and rerun; every page left '
@@ -87,7 +90,7 @@ def drop_row(root):
 def test_a_failed_quote_leaves_every_page_byte_identical(docs_root, damage, fsize, message):
   if damage:
     damage(docs_root)
-  with open(docs_root / 'README.md', 'a') as f:  # a page the quoter would rewrite
+  with open(docs_root / PAGE, 'a') as f:  # a page the quoter would rewrite
     f.write('edited\n')
   before, names = pages(docs_root), listing(docs_root)
   result = run_quote(docs_root, fsize)
