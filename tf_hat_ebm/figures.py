@@ -15,6 +15,8 @@ from matplotlib.backends import backend_agg
 import numpy as np
 import tensorflow as tf
 
+from tf_hat_ebm import files
+
 matplotlib.use('Agg')
 
 MIN_TILE = 48   # pixels per tile at least: a 16x16 digit is upscaled 3x
@@ -120,8 +122,11 @@ def _save(fig, path):
     directory = os.path.dirname(path)
     if directory:
       tf.io.gfile.makedirs(directory)
-    with tf.io.gfile.GFile(path, 'wb') as f:
-      f.write(buffer.getvalue())
+    if '://' in path:
+      with tf.io.gfile.GFile(path, 'wb') as f:
+        f.write(buffer.getvalue())
+    else:  # whole or not at all: a figure is rewritten in place (training_curves.png)
+      files.write_atomic(path, buffer.getvalue())
   return dict(path=path, size=(width, height), title=texts[0] if texts else '',
               texts=texts, labels=labels, png=buffer.getvalue())
 

@@ -94,7 +94,12 @@ def write_all_atomic(contents):
   staged = {}
   try:
     for path, content in contents.items():
-      staged[path] = _temporary(path, content)
+      try:
+        staged[path] = _temporary(path, content)
+      except OSError as e:  # a write's error names no file: the file it was for
+        if e.filename:
+          raise
+        raise OSError(e.errno, e.strerror, path) from None
     for path, tmp in staged.items():
       os.replace(tmp, path)
   finally:

@@ -266,9 +266,9 @@ class OwnedOutput:
     aside = tempfile.mkdtemp(prefix=f'.{self.script}-old-', dir=self.path)
     # The new entries' stats (a rename keeps them): a rollback removes only what this run moved.
     new = {name: stat_of(os.path.join(self.staging, name)) for name in staged}
-    workdir_lib.write_atomic(self.journal, json.dumps(
-        dict(aside=os.path.basename(aside), old=own, new=new)))
     try:
+      workdir_lib.write_atomic(self.journal, json.dumps(
+          dict(aside=os.path.basename(aside), old=own, new=new)))
       for name in own:
         os.replace(self._entry(name), os.path.join(aside, name))
       for name in staged:
@@ -276,6 +276,8 @@ class OwnedOutput:
       self._write_manifest(staged)
       os.remove(self.journal)  # committed: from here on the new output is the one
     except KeyboardInterrupt:
+      if not os.path.lexists(self.journal):  # stopped before (or once done with) the renames
+        remove(aside)
       raise KeyboardInterrupt(self._interrupted_swap(aside)) from None
     remove(aside)
 
