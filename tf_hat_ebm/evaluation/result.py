@@ -14,6 +14,16 @@ from typing import Dict, List, Optional
 SCHEMA = 2
 
 
+def sample_std(values):
+  """The sample std (ddof 1) of the finite values; None below two: the one std of the package's
+  results (each metric's spread over sample sets, the reproduction's over seeds)."""
+  values = [float(v) for v in values if v is not None and math.isfinite(v)]
+  if len(values) < 2:
+    return None
+  mean = sum(values) / len(values)
+  return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
 @dataclasses.dataclass(frozen=True)
 class Metric:
   """How a metric is named and shown (its values are in EvalResult.values)."""
@@ -62,11 +72,7 @@ class EvalResult:
 
   def std(self, metric, method) -> Optional[float]:
     """The sample std (ddof 1) over the sample sets; None with fewer than two."""
-    values = self.sets(metric, method)
-    if len(values) < 2:
-      return None
-    mean = sum(values) / len(values)
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    return sample_std(self.sets(metric, method))
 
   def to_json(self):
     return {'schema': SCHEMA, **dataclasses.asdict(self)}

@@ -10,6 +10,8 @@ import math
 
 from scipy import stats as scipy_stats
 
+from tf_hat_ebm.evaluation import result as result_lib
+
 CONFIDENCE = 0.95
 HOLDS, REVERSED, UNRESOLVED = 'holds', 'reversed', 'not resolved'
 
@@ -18,13 +20,7 @@ def _finite(values):
   return [float(v) for v in values if v is not None and math.isfinite(v)]
 
 
-def sample_std(values):
-  """Sample std (ddof 1) of the finite values; None below two values."""
-  values = _finite(values)
-  if len(values) < 2:
-    return None
-  mean = sum(values) / len(values)
-  return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+sample_std = result_lib.sample_std  # the library's one (evaluation.result): ddof 1, finite values
 
 
 def evaluation_std(runs_per_seed):
