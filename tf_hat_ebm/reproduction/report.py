@@ -39,8 +39,7 @@ def hms(seconds):
 def fid_flags(options):
   """(samples per FID run, feature network) the scale's FID stages use."""
   sized = stages_lib.EVAL_SIZES.get(options.size, {})
-  flags = sized.get('fid', stages_lib.SCALES[options.scale].fid)
-  num = next((int(f.split('=', 1)[1]) for f in flags if f.startswith('--num_samples=')), None)
+  num = sized.get('fid', stages_lib.SCALES[options.scale].fid).num_samples
   if options.scale == 'paper':
     return num or 50_000, 'Inception pool_3 (TF-GAN)'
   return num or 5_000, "the digits classifier's features (tf_hat_ebm/evaluation/features.py)"

@@ -20,10 +20,23 @@ PARTS = ('synthesis', 'refinement', 'retrofit', 'ood', 'ablations', 'figures')
 
 
 @dataclasses.dataclass(frozen=True)
+class FidSize:
+  """How a scale's FID stages score: samples per run (None: the tool's default), runs, batch."""
+  num_samples: Optional[int]
+  runs: int
+  batch_size: Optional[int] = None
+
+  def flags(self):
+    return tuple([f'--num_samples={self.num_samples}'] if self.num_samples else []) + (
+        f'--runs={self.runs}',) + tuple([f'--batch_size={self.batch_size}']
+                                        if self.batch_size else [])
+
+
+@dataclasses.dataclass(frozen=True)
 class Scale:
   """One scale of the pipeline: config per kind, evaluation flags, ETA seconds per kind."""
   configs: Dict[str, str]
-  fid: Tuple[str, ...]
+  fid: FidSize
   ood: Tuple[str, ...]
   samples: Tuple[str, ...]
   # Estimated idle seconds per stage kind, and of its FID ('fid', or 'fid_<kind>' where it
@@ -49,7 +62,7 @@ SCALES = {
     'digits': Scale(
         configs=dict(synthesis='digits_synth', sngan='digits_sngan', refinement='digits_refine',
                      autoencoder='digits_autoencoder', retrofit='digits_retrofit'),
-        fid=('--num_samples=1000', '--runs=2'), ood=(), samples=('--num_samples=500',),
+        fid=FidSize(1000, 2), ood=(), samples=('--num_samples=500',),
         seconds=ETA['digits'],  # a refinement's FID runs DDLS's chain too: fid_refinement
         seeds=(0, 1, 2), near_ood_classes=(0, 1, 2, 3, 4), calibrate=True),
     # The paper configs in float32, as the paper and the release trained.
@@ -57,7 +70,7 @@ SCALES = {
         configs=dict(synthesis='cifar10_synth', sngan='cifar10_sngan',
                      refinement='cifar10_refine', autoencoder='cifar10_autoencoder',
                      retrofit='cifar10_retrofit'),
-        fid=('--runs=3',), ood=(), samples=('--num_samples=64',),
+        fid=FidSize(None, 3), ood=(), samples=('--num_samples=64',),
         seconds=ETA['paper'],
         seeds=(0,), precision='float32',
         more_synthesis=(('celeba', 'celeba_synth'), ('imagenet128', 'imagenet128_synth'),
@@ -65,7 +78,7 @@ SCALES = {
         more_refinement=(('celeba', 'celeba_sngan', 'celeba_refine'),)),
 }
 # Evaluation sizes that go with a config size (config.SIZES): the tests' pipeline in seconds.
-EVAL_SIZES = {'tiny': dict(fid=('--num_samples=20', '--runs=2', '--batch_size=10'),
+EVAL_SIZES = {'tiny': dict(fid=FidSize(20, 2, batch_size=10),
                            ood=('--num=50',), samples=('--num_samples=4', '--path_chains=2'),
                            seconds=5)}
 
@@ -146,7 +159,8 @@ class _Builder:
   def __init__(self, options):
     self.o, self.scale, self.stages = options, SCALES[options.scale], []
     sized = EVAL_SIZES.get(options.size, {})
-    self.fid = tuple(sized.get('fid', self.scale.fid)) + ('--feature_cache_dir=feature_cache',)
+    self.fid_size = sized.get('fid', self.scale.fid)
+    self.fid = self.fid_size.flags() + ('--feature_cache_dir=feature_cache',)
     if options.inception_path:
       self.fid += (f'--inception_path={options.inception_path}',)
     self.ood = tuple(sized.get('ood', self.scale.ood))
@@ -324,7 +338,7 @@ class _Builder:
   def calibration(self, models):
     """The FID's floor and memorisation bound at its N, and the coverage of each model's
     samples (the figures stage's samples.npz)."""
-    num = next(a.split('=', 1)[1] for a in self.fid if a.startswith('--num_samples='))
+    num = self.fid_size.num_samples
     files = [f'samples/{m.rsplit("_s", 1)[0]}/samples.npz' for m in models]
     samples = ','.join(f'{m.rsplit("_s", 1)[0]}={f}' for m, f in zip(models, files))
     cmd = Invocation('experiments/calibrate_fid.py', models[0], (
