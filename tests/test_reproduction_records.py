@@ -371,6 +371,7 @@ def test_a_copy_of_a_finished_reproduction_rebuilds_its_report(tmp_path):
   assert os.listdir(out / 'figures') == ['synthesis_s0_training_curves.png']
   subprocess.run(['cp', '-a', str(out), str(copy)], check=True)
   (copy / 'report.md').unlink()
+  (copy / '.figures-staging-k1ll3d').mkdir()  # a killed run's, removed
   again = CurvesScripts(str(copy))
   records = pipeline.reproduce(options(copy, seeds=(0,), parts=('synthesis',), jobs='1'),
                                run_command=again, print_fn=say)
@@ -378,6 +379,7 @@ def test_a_copy_of_a_finished_reproduction_rebuilds_its_report(tmp_path):
   assert (copy / 'report.md').read_text() == (out / 'report.md').read_text().replace(
       str(out), str(copy))
   assert os.listdir(copy / 'figures') == ['synthesis_s0_training_curves.png']
+  assert not (copy / '.figures-staging-k1ll3d').exists()
   # A garbled list of figures is named, the figures kept.
   (copy / '.figures.json').write_text('{"files": ')
   with pytest.raises(ValueError, match=r'copy/\.figures\.json, the list of its figures, is '

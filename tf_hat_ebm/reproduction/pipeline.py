@@ -230,6 +230,10 @@ def collect_figures(out, stages, seed):
   removed, so the report shows only its own stages' figures."""
   target = check_figures_dir(out)
   os.makedirs(target, exist_ok=True)
+  for name in os.listdir(out):  # a killed run's (this one holds reproduce.lock)
+    if name.startswith('.figures-staging-'):
+      outputs.remove(os.path.join(out, name))
+      print(f'Removed {os.path.join(out, name)}, left by a killed reproduce.py.', flush=True)
   staging = tempfile.mkdtemp(prefix='.figures-staging-', dir=out)
   try:
     for source, name in sample_figures(out, stages) + stage_figures(out, stages):
