@@ -183,3 +183,13 @@ def test_chunks_end_where_an_action_wants_one():
   assert _next_chunk(4, 100, 10, (4, 25)) == 4
   assert _next_chunk(22, 100, 10, (25,)) == 3
   assert _next_chunk(98, 100, 10, ()) == 2
+
+
+def test_an_early_grid_once_besides_every_sample_every():
+  from tf_hat_ebm.actions import Chunk, EveryAndAt  # pylint: disable=g-import-not-at-top
+  early = EveryAndAt(500, 100)
+  due = [s for s in range(1, 1201) if early(Chunk(s, 1200, {}))]
+  assert due == [100, 500, 1000, 1200]  # the early one, every 500, the last step
+  assert _next_chunk(95, 1000, 10, (500,), (100,)) == 5  # a chunk ends at the early grid
+  assert _next_chunk(100, 1000, 10, (500,), (100,)) == 10
+  assert [s for s in range(1, 1001) if EveryAndAt(500, 0)(Chunk(s, 1000, {}))] == [500, 1000]

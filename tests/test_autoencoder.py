@@ -81,7 +81,7 @@ def test_autoencoder_trains_and_reports_reconstruction_errors(trained_autoencode
   errors = task.evaluate()
   assert set(errors) == {'train_mse', 'test_mse'} and all(0 < v < 4 for v in errors.values())
   assert sorted(os.listdir(os.path.join(workdir, 'samples'))) == [
-      'generator_0000002.png', 'samples_0000002.png']
+      'data.png', 'generator_0000002.png', 'samples_0000002.png']
 
 
 def retrofit_config(workdir, **overrides):

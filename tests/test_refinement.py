@@ -54,7 +54,7 @@ def test_refinement_over_a_savedmodel_keeps_the_generator_frozen(saved_decoder, 
   assert any(not np.array_equal(a, b.numpy())
              for a, b in zip(hat_before, task.hat.trainable_variables))
   assert sorted(os.listdir(tmp_path / 'samples')) == [
-      'generator_0000002.png', 'residual_0000002.png', 'samples_0000002.png']
+      'data.png', 'generator_0000002.png', 'residual_0000002.png', 'samples_0000002.png']
   # outputs mapped from the declared (0, 1) to the data's [-1, 1]
   z = tf.random.normal([3, 4])
   np.testing.assert_allclose(task.generator(z).numpy(),

@@ -159,6 +159,7 @@ def test_a_folder_run_samples_exports_and_reloads(folder_workdir, tmp_path):
   assert result.returncode == 0, result.stderr
   assert np.load(tmp_path / 'generated' / 'samples.npz')['images'].shape == (4, 16, 16, 1)
   assert os.path.exists(os.path.join(folder_workdir, 'samples', 'samples_0000004.png'))
+  assert os.path.exists(os.path.join(folder_workdir, 'samples', 'data.png'))  # real images
   result = run_command('export.py', f'--workdir={folder_workdir}',
                        f'--output={tmp_path / "exported"}')
   assert result.returncode == 0, result.stderr

@@ -59,13 +59,26 @@ class Every:
     return bool(self.every) and chunk.due(self.every)
 
 
+class EveryAndAt(Every):
+  """Every `every` steps, at the last step, and once at step `at` (0: not): an early grid."""
+
+  def __init__(self, every, at):
+    super().__init__(every)
+    self.at = at
+    self.stops = (at,) if at else ()  # a chunk ends at `at`
+
+  def __call__(self, chunk):
+    return super().__call__(chunk) or bool(self.at) and chunk.step == self.at
+
+
 class Conditional:
   """`action` on the chunks where `condition` holds (Orbit's ConditionalAction); the loop ends a
-  chunk at every step the condition names (its `intervals`)."""
+  chunk at every step the condition names (its `intervals`, and its single `stops`)."""
 
   def __init__(self, condition: Callable[[Chunk], bool], action: Action):
     self.condition, self.action = condition, action
     self.intervals = tuple(getattr(condition, 'intervals', ()))
+    self.stops = tuple(getattr(condition, 'stops', ()))  # single steps it names
 
   def __call__(self, chunk):
     return self.action(chunk) if self.condition(chunk) else None

@@ -101,6 +101,8 @@ def _common(kind):
   training.keep_checkpoints = 3     # resume checkpoints: frequent, the last few kept
   training.archive_every = 10_000   # archived snapshots in checkpoints/archive/: rare, all kept
   training.sample_every = 1000
+  # One grid early as well (0: none), so that a run shows its first samples in minutes.
+  training.first_grid = 100
   training.num_grid_samples = 64
   # Save the input pipeline's position (and shuffle buffer) in checkpoints, for exact resume.
   # Costs shuffle_buffer images per checkpoint: off for ImageNet.

@@ -238,22 +238,35 @@ class RunReport:
                          description=f'{label}, fixed-seed samples of the training chain' +
                          ('; shown on its own symmetric scale +-max |Y| of each grid (written '
                           'in the image), grey = 0' if kind == 'residual' else ''))
+    data_grid = os.path.join(self.sample_dir, 'data.png')
+    if 'x' in grids and 'data' in self.config and not os.path.exists(data_grid):  # real images
+      data_cfg = self.config.data
+      label = f'{data_cfg.name} {data_cfg.test_split} split'
+      meta = figures.grid_figure([(label, self._data_images(len(grids['x'])), 'image')],
+                                 f'real images beside the samples: {label}', data_grid)
+      written['data.png'] = self.written[data_grid] = meta
+      with self.writer.as_default(step=step):
+        tf.summary.image('samples/data', figures.decode(meta)[None], step=step,
+                         description=f'real images ({label}), for the samples beside them')
     self._energy_histograms(step, grids)
     return written
+
+  def _data_images(self, num):
+    """The first `num` test images (kept: the same every grid)."""
+    if self._data is None:
+      # pylint: disable=g-import-not-at-top
+      from tf_hat_ebm import data as data_lib
+      data_cfg = self.config.data
+      self._data = next(iter(data_lib.eval_dataset(data_cfg, data_cfg.test_split, num)))
+    return self._data
 
   def _energy_histograms(self, step, grids):
     if registry.for_config(self.config).inference is None or 'y' not in grids:
       return  # not a Hat EBM: no energy to show
     hat = self.task.hat
-    if self._data is None:
-      # pylint: disable=g-import-not-at-top
-      from tf_hat_ebm import data as data_lib
-      data_cfg = self.config.data
-      self._data = next(iter(data_lib.eval_dataset(data_cfg, data_cfg.test_split,
-                                                   len(grids['x']))))
     energies = {}
     with self.writer.as_default(step=step):
-      for name, images, what in (('data', self._data, 'test images'),
+      for name, images, what in (('data', self._data_images(len(grids['x'])), 'test images'),
                                  ('samples', grids['x'], 'fixed-seed samples X = G(Z) + Y')):
         energy = tf.cast(hat(tf.convert_to_tensor(images, tf.float32)), tf.float32)
         energies[what] = tf.reshape(energy, [-1]).numpy()

@@ -140,7 +140,7 @@ class Trainer:
                                 actions_lib.Scalars(self.task, self.report, self.guard)),
         actions_lib.Conditional(every(_eval_every(t)),
                                 actions_lib.Evaluation(self.task, writer, log=self.log)),
-        actions_lib.Conditional(every(t.sample_every),
+        actions_lib.Conditional(actions_lib.EveryAndAt(t.sample_every, t.get('first_grid', 0)),
                                 actions_lib.Grids(self.task, self.report, t.num_grid_samples)),
         self.saves]
 
@@ -184,12 +184,13 @@ class Trainer:
     train_loop = self.make_train_loop()
     writer, actions = self.make_actions(end, step)
     intervals = [every for action in actions for every in getattr(action, 'intervals', ())]
+    stops = [s for action in actions for s in getattr(action, 'stops', ())]
     metrics = {}
     try:
       with actions_lib.Signals() as signals:
         while step < end and not signals.stop_requested:
           signals.check()
-          n = _next_chunk(step, end, self.config.training.steps_per_loop, intervals)
+          n = _next_chunk(step, end, self.config.training.steps_per_loop, intervals, stops)
           start = time.time()
           with run.steps(n):
             metrics = {k: float(v) for k, v in train_loop(iterator, tf.constant(n)).items()}
@@ -236,12 +237,16 @@ class Trainer:
       print(msg, flush=True)
 
 
-def _next_chunk(step, end, steps_per_loop, intervals):
-  """Steps until the next step some action wants (or the end), at most steps_per_loop."""
+def _next_chunk(step, end, steps_per_loop, intervals, stops=()):
+  """Steps until the next step some action wants (every `intervals` steps, or at one of `stops`)
+  or the end, at most steps_per_loop."""
   n = min(steps_per_loop, end - step)
   for every in intervals:
     if every and every > 0:
       n = min(n, every - step % every)
+  for stop in stops:
+    if stop > step:
+      n = min(n, stop - step)
   return max(n, 1)
 
 

@@ -242,7 +242,8 @@ def check_training(t, source=None):
                     ('eval_examples', MAX_COUNT)):
     if key in t:
       number(key, 1, high=high, integer=True)
-  for key in ('num_steps', 'log_every', 'checkpoint_every', 'sample_every', 'archive_every',
+  for key in ('num_steps', 'log_every', 'checkpoint_every', 'sample_every', 'first_grid',
+              'archive_every',
               'max_rollbacks', 'eval_every'):  # periods: 0 is never
     if key in t and t[key] is not None:
       number(key, 0, high=MAX_STEPS, integer=True)
