@@ -45,8 +45,9 @@ def test_every_png_of_a_run_is_titled_labelled_and_large_enough(run):
   workdir, trainer = run
   pngs = sorted(glob.glob(os.path.join(workdir, '**', '*.png'), recursive=True))
   names = [os.path.relpath(p, workdir) for p in pngs]
-  assert names == ['samples/generator_0000002.png', 'samples/residual_0000002.png',
-                   'samples/samples_0000002.png', 'training_curves.png']
+  assert names == ['samples/data.png', 'samples/generator_0000002.png',
+                   'samples/residual_0000002.png', 'samples/samples_0000002.png',
+                   'training_curves.png']
   written = trainer.report.written
   assert sorted(written) == pngs
   for path in pngs:
@@ -130,7 +131,7 @@ def test_event_files_hold_grouped_described_scalars_histograms_config_and_hparam
   histograms = {tag for _, tag, plugin, _, _ in found if plugin == 'histograms'}
   assert histograms == {'energy/histogram_data', 'energy/histogram_samples'}
   images = {tag: d for _, tag, plugin, d, _ in found if plugin == 'images'}
-  assert set(images) == {'samples/samples', 'samples/generator', 'samples/residual',
+  assert set(images) == {'samples/data', 'samples/samples', 'samples/generator', 'samples/residual',
                          'energy/histograms'}
   assert '+-' not in images['samples/residual'].replace('+-max', '')  # no one grid's scale
   text = [v for _, tag, plugin, _, v in found if plugin == 'text' and tag == 'config']

@@ -73,7 +73,7 @@ def test_training_saves_g_and_d_and_loader_rejects_a_mismatch(tmp_path):
   assert all(np.isfinite(v) for v in metrics.values())
   assert int(task.optimizers['gen'].iterations.numpy()) == 2
   assert int(task.optimizers['disc'].iterations.numpy()) == 4
-  assert sorted(os.listdir(tmp_path / 'samples')) == ['samples_0000002.png']
+  assert sorted(os.listdir(tmp_path / 'samples')) == ['data.png', 'samples_0000002.png']
   g, d = generators.load_sngan(str(tmp_path), config)
   z = tf.random.normal([2, 4])
   # what refinement loads is the average of G's weights (training.gen_ema), not G as trained

@@ -47,7 +47,7 @@ def test_two_replica_training_changes_bank_and_stays_finite(two_replicas, tmp_pa
   assert tf.train.latest_checkpoint(str(tmp_path / 'checkpoints')).endswith('ckpt-4')
   assert os.listdir(tmp_path / 'tensorboard')
   assert sorted(os.listdir(tmp_path / 'samples')) == [
-      'generator_0000004.png', 'residual_0000004.png', 'samples_0000004.png']
+      'data.png', 'generator_0000004.png', 'residual_0000004.png', 'samples_0000004.png']
 
 
 def test_resume_restores_every_piece_of_state(tmp_path):
@@ -156,7 +156,8 @@ def test_script_rejects_unknown_dataset_in_one_line(tmp_path):
   assert result.returncode == 1
   assert result.stderr.strip().splitlines()[-1] == (
       "error: unknown dataset 'cifar11'; known datasets: digits, cifar10, cifar100, "
-      'svhn_cropped, celeb_a, imagenet2012')
+      'svhn_cropped, celeb_a, imagenet2012, or your images as folder:<path> or '
+      'array:<path.npy|.npz>')
 
 
 def test_workdir_of_another_config_is_refused_and_left_intact(tmp_path):
