@@ -29,9 +29,16 @@ def effect_lines(checks):
   return ['Why an effect\'s size differs from the paper\'s:', ''] + lines + [''] if lines else []
 
 
-def reason(config, field):
-  """The measured reason a digits setting departs from the paper's, or None."""
-  return REASONS.get((config, field))
+def reason(config, field, value=None):
+  """The measured reason a digits setting departs from the paper's, or None. A reason given per
+  value (a report of an earlier config is rebuilt with its own run's reason) is looked up by
+  `value`: a text as itself, anything else as its JSON."""
+  why = REASONS.get((config, field))
+  if isinstance(why, dict):
+    key = value if isinstance(value, str) else json.dumps(
+        list(value) if isinstance(value, tuple) else value)
+    return why.get(key)
+  return why
 
 
 def scope_lines():

@@ -117,7 +117,9 @@ RELEASE_SETTINGS = {
                          'sampling.max_drift': None, 'sampling.init_scale': 0.01,
                          'langevin.latent_sphere': False},
     'cifar10_sngan': {'training.num_steps': 100_000, 'training.batch_size': 64,
-                      'optim.lr_decay': 'linear', 'training.n_dis': 5},
+                      'optim.lr_decay': 'linear', 'training.n_dis': 5,
+                      'model.gen_width': 256, 'model.z_dim': 128, 'training.diffaugment': '',
+                      'training.gen_ema': 0.0},
 }
 SETTING_NAMES.update({
     'sampling.steps': 'MCMC steps of the FID chain', 'langevin.max_drift': 'drift clip (training)',
@@ -125,7 +127,9 @@ SETTING_NAMES.update({
     'optim.hat_lr_boundaries': 'EBM learning-rate drops (steps)',
     'langevin.latent_sphere': 'Z kept on the decoder\'s sphere', 'ddls.steps': 'DDLS steps',
     'ddls.step_size': 'DDLS step size', 'optim.lr_decay': 'learning-rate schedule',
-    'training.n_dis': 'D steps per G step'})
+    'training.n_dis': 'D steps per G step', 'model.gen_width': 'generator width',
+    'model.z_dim': 'latent size', 'training.diffaugment': 'DiffAugment on D\'s inputs',
+    'training.gen_ema': 'moving average of G\'s weights (decay)'})
 
 
 def appendix_settings(config_name, release=False):

@@ -727,6 +727,14 @@ def _get(config, path):
   return config
 
 
+def _has(config, path):
+  for key in path.split('.'):
+    if not hasattr(config, 'keys') or key not in config:
+      return False
+    config = config[key]
+  return True
+
+
 def _same(a, b):
   if isinstance(a, (int, float)) and isinstance(b, (int, float)):
     return abs(a - b) <= 1e-12 * max(abs(a), abs(b), 1.0)
@@ -750,9 +758,11 @@ def settings_table(configs, scale):
   for name, config in configs.items():
     column, settings = paper.appendix_settings(name, release=digits)
     for field, published in settings.items():
+      if not _has(config, field):
+        continue  # a report's run that predates the field (its record has no row of it)
       ours = _get(config, field)
       same = _same(ours, published)
-      why = departures.reason(name, field) if digits and not same else None
+      why = departures.reason(name, field, ours) if digits and not same else None
       note = '' if same else why or ('differs: no measured reason recorded' if digits
                                      else 'DIFFERS')
       rows.append([name, f'{column}', paper.SETTING_NAMES[field], f'`{field}`',
