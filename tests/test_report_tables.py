@@ -4,6 +4,7 @@ import re
 import pytest
 
 from tf_hat_ebm.reproduction import paper
+from tf_hat_ebm.reproduction import stages as stages_lib
 from tf_hat_ebm.reproduction import tables
 
 
@@ -250,3 +251,14 @@ def test_the_digits_report_says_what_it_does_not_test():
   why = departures.effect_lines(checks)
   assert len(why) == 2 + len(checks) + 1 and why[2].startswith(
       '- Hat EBM beats its SN-GAN (Table 1): the digits SN-GAN is scored at the end')
+
+
+def test_the_report_says_which_arms_the_scale_shortened_and_why():
+  from tf_hat_ebm.reproduction import departures  # pylint: disable=g-import-not-at-top
+  shortened = stages_lib.SCALES['digits'].shortened
+  records = {'current_s0': dict(num_steps=3000), 'current_s1': dict(num_steps=3000),
+             'synthesis_s0': dict(num_steps=9000), 'nearood_s0': dict(num_steps=9000)}
+  text = '\n'.join(departures.scope_lines(records, shortened))
+  assert text.count('shorter than its config') == 1  # nearood ran its config's 9,000
+  assert '- current runs 3,000 steps, shorter than its config: its verdict is' in text
+  assert 'shorter' not in '\n'.join(departures.scope_lines(records, {}))

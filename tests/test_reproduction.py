@@ -56,7 +56,9 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   assert names[-2:] == ['figures', 'calibration']
   assert set(stages[-2].after) == set(names[:-2]) and stages[-1].after == ('figures',)
   lines = [line for s in stages for line in s.command_lines()]
-  assert not any('num_steps' in line for line in lines)  # each config's own length
+  shortened = ('current', 'coop_bn', 'nearood', 'noresidual')  # the scale's shorter arms
+  assert not any('num_steps' in line for s in stages if not s.name.startswith(shortened)
+                 for line in s.command_lines())  # each config's own length
   assert all(line.startswith('python experiments/') for line in lines)
   assert not any(str(tmp_path) in line or ' /' in line or '=/' in line for line in lines)
   s = by_name(stages)
@@ -72,9 +74,23 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   # the arm is scored alone: its SN-GAN and DDLS rows would repeat the reference's
   assert noresidual.argvs[1][-1] == '--nobaselines' and '--nobaselines' not in s[
       'refinement_s0'].argvs[1] and '--nobaselines' not in s['current_s0'].argvs[1]
+  # Arms whose verdict is made early run shorter, unstable ones with a checkpoint every 250
+  # steps; the ETA counts their share of the config's steps.
+  short = ('training.num_steps', 'training.checkpoint_every')
+  assert {k: s['current_s0'].overrides[k] for k in short} == {
+      'training.num_steps': 3000, 'training.checkpoint_every': 250}
+  assert s['coop_bn_s1'].length == s['current_s1'].length == pytest.approx(3000 / 9000)
+  assert s['nearood_s0'].overrides['training.num_steps'] == 2000 and s['nearood_s0'].length == (
+      pytest.approx(2000 / 9000))
+  assert s['noresidual_s0'].length == pytest.approx(2000 / 6000)
+  assert s['synthesis_s0'].length == 1.0
+  assert s['current_s0'].overrides['training.archive_every'] == 2000  # 2/3 of 3,000
+  assert window.outputs[-3:] == ['window_s0/noresidual_s0_w1.json',
+                                 'window_s0/noresidual_s0_w2.json',
+                                 'window_s0/noresidual_s0_w3.json']
   # the plateau rule's checkpoint at 2/3 of training: archived, scored after the end's FID
   assert s['synthesis_s0'].overrides['training.archive_every'] == 6000
-  assert s['sngan_s0'].overrides['training.archive_every'] == 1600  # on the 25-step loop grid
+  assert s['sngan_s0'].overrides['training.archive_every'] == 3200  # on the 25-step loop grid
   assert s['retrofit_s1'].command_lines()[0].endswith(
       '--config.training.archive_every=1600 --config.training.keep_checkpoints=4')
   assert s['synthesis_s0'].command_lines()[2] == (
@@ -89,7 +105,8 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   # Table 3's near-OOD set: a model of digits 0-4 scored on the others.
   assert s['nearood_s1'].command_lines() == [
       'python experiments/train_synthesis.py --config=experiments/configs/digits_synth.py '
-      '--workdir=nearood_s1 --config.seed=1 --config.data.classes=0,1,2,3,4',
+      '--workdir=nearood_s1 --config.seed=1 --config.data.classes=0,1,2,3,4 '
+      '--config.training.num_steps=2000',
       'python experiments/evaluate_ood.py --workdir=nearood_s1 --sets=other_digits']
   assert s['nearood_s1'].result is plan.OOD and s['nearood_s1'].outputs[-1] == 'nearood_s1/ood.json'
   assert stages_lib.resolved_config(s['nearood_s1']).data.classes == (0, 1, 2, 3, 4)
@@ -102,8 +119,8 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   # the ETA: a refinement's FID (DDLS's chain too) costs more than a synthesis' FID
   o, seconds = options(tmp_path), stages_lib.SCALES['digits'].seconds
   assert stages_lib.estimate(s['refinement_s0'], o) == seconds['refinement'] + seconds[
-      'fid_refinement'] + seconds['fid'] > stages_lib.estimate(s['noresidual_s0'], o) == seconds[
-          'refinement'] + 2 * seconds['fid']
+      'fid_refinement'] + seconds['fid'] > stages_lib.estimate(s['noresidual_s0'], o) == (
+          pytest.approx(seconds['refinement'] * 2000 / 6000 + 2 * seconds['fid']))
   assert stages_lib.estimate(s['synthesis_s0'], o) == seconds['synthesis'] + 2 * seconds['fid']
   assert stages_lib.estimate(s['autoencoder_s0'], o) == seconds['autoencoder']  # not scored
 

@@ -18,6 +18,8 @@ REASONS = {(config, field): text for config, fields in _DATA['reasons'].items()
 # What the digits scale does not test (the report's scope section).
 NOT_TESTED = tuple(_DATA['not_tested'])
 OOD_NOT_COMPARABLE = _DATA['ood_not_comparable']
+# Why the scale runs an arm shorter than its config (stages.Scale.shortened), by the arm's stem.
+SHORTENED = _DATA['shortened']
 # Why a digits effect's size differs from the paper's, one line per check (the checks' claims).
 EFFECT_REASONS = _DATA['effect_reasons']
 
@@ -41,7 +43,17 @@ def reason(config, field, value=None):
   return why
 
 
-def scope_lines():
-  """The report's section on what the digits scale cannot test."""
-  return (['## What this scale does not test', '']
-          + [f'- {item}.' for item in NOT_TESTED] + [''])
+def scope_lines(records=None, shortened=None):
+  """The report's section on what the digits scale cannot test, and which of its runs (stage
+  records: name -> record) the scale trained shorter than their config (`shortened`: the scale's
+  arm stem -> overrides), with why."""
+  short = {}
+  for name, record in (records or {}).items():
+    stem, steps = name.rsplit('_s', 1)[0], (record or {}).get('num_steps')
+    planned = (shortened or {}).get(stem, {}).get('training.num_steps')
+    if planned and steps == planned and stem in SHORTENED:
+      short[stem] = steps
+  lines = ['## What this scale does not test', ''] + [f'- {item}.' for item in NOT_TESTED]
+  lines += [f'- {stem} runs {steps:,} steps, shorter than its config: {SHORTENED[stem]}.'
+            for stem, steps in sorted(short.items())]
+  return lines + ['']

@@ -188,10 +188,11 @@ class StageKind:
     """Estimated idle seconds of `stage` at the scale's ETA `seconds`."""
     if self.slots:
       return seconds['fid'] * len(stage.commands)
+    train = seconds[self.name] * stage.length
     if not stage.result.scored:
-      return seconds[self.name]
+      return train
     alone = not stage.commands[1].baselines  # no DDLS chain in its FID
-    return (seconds[self.name] + seconds.get('fid' if alone else f'fid_{self.name}', seconds['fid'])
+    return (train + seconds.get('fid' if alone else f'fid_{self.name}', seconds['fid'])
             + seconds['fid'] * (len(stage.commands) - 2))  # the plateau checkpoint's FID
 
 
@@ -236,6 +237,8 @@ class Stage:
   # Files of other stages it reads (relative to --out): its record holds their hashes, and a
   # change of any of them makes the stage run again (the calibration's samples).
   inputs: List[str] = dataclasses.field(default_factory=list)
+  # Its training's steps as a share of its config's (an arm the scale shortens): the ETA's.
+  length: float = 1.0
 
   def command_lines(self):
     return [c.line() for c in self.commands]

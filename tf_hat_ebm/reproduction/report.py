@@ -162,7 +162,8 @@ def build_report(records, options, figures=(), configs=None, previous=()):
       data['tables'][key] = rows
   calibration, data['calibration'] = calibration_lines(records, options.seeds)
   settings, data['settings'] = tables.settings_table(configs or {}, options.scale)
-  scope = departures.scope_lines() if options.scale != 'paper' else []
+  scope = (departures.scope_lines(records, stages_lib.SCALES[options.scale].shortened)
+           if options.scale != 'paper' else [])
   data['not_tested'] = list(departures.NOT_TESTED) if scope else []
   lines += calibration + scope + (settings if configs else []) + figure_lines(figures)
   lines += command_lines(records)

@@ -50,8 +50,13 @@ class Scale:
   # A near-OOD split: a synthesis model of these digits, scored on the others (Table 3).
   near_ood_classes: Tuple[int, ...] = ()
   calibrate: bool = False  # the FID's floor / memorisation bound at its N, samples' coverage
+  # Runs this scale shortens, by the stem of their stage's name: config overrides. Why each:
+  # departures.json's 'shortened' (the report's scope section says it).
+  shortened: Dict[str, Dict[str, object]] = dataclasses.field(default_factory=dict)
 
 
+_SHORT_ARM = {'training.num_steps': 3000, 'training.checkpoint_every': 250,
+              'training.sample_every': 250}
 # The ETA's seconds per scale (shipped with the package: pyproject.toml's package-data).
 ETA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'eta.json')
 with open(ETA_FILE) as _f:
@@ -64,7 +69,13 @@ SCALES = {
                      autoencoder='digits_autoencoder', retrofit='digits_retrofit'),
         fid=FidSize(1000, 2), ood=(), samples=('--num_samples=500',),
         seconds=ETA['digits'],  # a refinement's FID runs DDLS's chain too: fid_refinement
-        seeds=(0, 1, 2), near_ood_classes=(0, 1, 2, 3, 4), calibrate=True),
+        seeds=(0, 1, 2), near_ood_classes=(0, 1, 2, 3, 4), calibrate=True,
+        shortened=dict(
+            # the unstable arms: a shorter run with a checkpoint every 250 steps, so the end
+            # window's 5 checkpoints see their swings; near-OOD at its best AUROC's length; the
+            # arm without Y to the hat's lr drop, where its verdict is made
+            current=_SHORT_ARM, coop_bn=_SHORT_ARM, nearood={'training.num_steps': 2000},
+            noresidual={'training.num_steps': 2000, 'training.checkpoint_every': 200})),
     # The paper configs in float32, as the paper and the release trained.
     'paper': Scale(
         configs=dict(synthesis='cifar10_synth', sngan='cifar10_sngan',
@@ -193,6 +204,11 @@ class _Builder:
                   result=plan.FID if scored else plan.NONE, reference=reference,
                   config=self.config_file(config), overrides=overrides, label=label,
                   guard_stop_is_result=scored and kind.hat_ebm)
+    shorter = {} if self.o.size else self.scale.shortened.get(name.rsplit('_s', 1)[0], {})
+    if shorter:
+      full = resolved_config(stage).training.num_steps
+      overrides.update(shorter)
+      stage.length = resolved_config(stage).training.num_steps / full
     if scored:
       # The plateau rule's checkpoint: archived (kept whatever keep_checkpoints prunes), scored
       # after the end's FID; the Hat EBM alone (an SN-GAN's one row is its generator).
