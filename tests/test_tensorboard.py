@@ -100,3 +100,18 @@ def test_first_screen_puts_the_health_of_the_run_first(logdir):
   assert {'energy/energy_diff', 'energy/energy_pos', 'energy/energy_neg',
           'energy/guard_count'} <= set(scalars)
   assert 'around 0' in found['energy/energy_diff'].metadata.summary_description
+
+
+def test_the_custom_scalars_layout_shows_every_scalar_and_every_metric(logdir):
+  import re  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.evaluation import metrics  # pylint: disable=g-import-not-at-top
+  tags = set()
+  for path in tf.io.gfile.glob(os.path.join(logdir, 'run_300', 'tensorboard', 'events.*')):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      tags |= {v.tag for v in event.summary.value
+               if v.metadata.plugin_data.plugin_name == 'scalars'}
+  assert 'energy/energy_diff' in tags
+  tags |= {f'eval/{m}_{method}' for m in metrics.METRICS for method in ('hat_ebm', 'generator')}
+  tags |= {f'eval/{m}_data_test_vs_train' for m in metrics.METRICS} | {'eval/ood_auroc_svhn'}
+  patterns = [p for _, charts in summaries.LAYOUT for _, chart in charts for p in chart]
+  assert sorted(t for t in tags if not any(re.search(p, t) for p in patterns)) == []

@@ -162,7 +162,10 @@ LAYOUT = (
                                   r'^langevin/\w*grad_norm$']),
         ('learning rates', [r'^lr/'])]),
     ('Langevin chain', [('mean |Y| and |Z| after the chain', [r'^langevin/\w*_abs$'])]),
-    ('evaluation', [('FID', [r'^eval/fid_']), ('OOD AUROC', [r'^eval/ood_auroc_'])]),
+    # Every metric of evaluation/metrics.py (tests/test_tensorboard.py checks none is left out).
+    ('evaluation', [('FID', [r'^eval/fid_']), ('KID', [r'^eval/kid_']),
+                    ('precision and recall', [r'^eval/precision_', r'^eval/recall_']),
+                    ('OOD AUROC', [r'^eval/ood_auroc_'])]),
 )
 
 
