@@ -93,7 +93,8 @@ def folder_files(folder):
 
 def split_indices(n, cfg, split, source):
   """The indices of `split` among n images with no split of their own: a permutation by
-  data.split_seed, the first round(n * data.test_fraction) (at least 1) for test."""
+  data.split_seed, the first round(n * data.test_fraction) (at least 1) for test. (An array's
+  split is read in its stored order.)"""
   if n < 2:
     raise ValueError(f'{source} holds {n} image: a train/test split needs at least 2')
   if split not in (cfg.train_split, cfg.test_split):
@@ -101,7 +102,8 @@ def split_indices(n, cfg, split, source):
                      f'({cfg.train_split!r}) or data.test_split ({cfg.test_split!r})')
   order = np.random.RandomState(cfg.split_seed).permutation(n)
   num_test = min(n - 1, max(1, int(round(n * cfg.test_fraction))))
-  return np.sort(order[:num_test] if split == cfg.test_split else order[num_test:])
+  # In the permutation's order: class folders read in sorted order would come one class at a time.
+  return order[:num_test] if split == cfg.test_split else order[num_test:]
 
 
 def _folder_split(folder, cfg, split):
