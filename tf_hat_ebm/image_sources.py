@@ -72,11 +72,12 @@ def folder_files(folder):
   if not tf.io.gfile.isdir(folder):
     raise FileNotFoundError(f'data.name=folder:{folder}: no such folder')
   images, skipped = [], []
-  for root, dirs, files in tf.io.gfile.walk(folder):
-    dirs.sort()
-    for name in sorted(files):
+  for root, _, files in tf.io.gfile.walk(folder):
+    for name in files:
       path = os.path.join(root, name)
       (images if name.lower().endswith(IMAGE_EXTENSIONS) else skipped).append(path)
+  images.sort()  # the walk's order is the file system's: the split must not depend on it
+  skipped.sort()
   if not images:
     raise ValueError(f'data.name=folder:{folder} holds no PNG or JPEG file'
                      f'{f" ({len(skipped)} other files)" if skipped else ""}')
