@@ -37,7 +37,7 @@ def _temporary(path, content):
   directory, name = os.path.split(os.path.abspath(path))
   fd, tmp = tempfile.mkstemp(prefix=f'.{name}.', suffix='.tmp', dir=directory)
   try:
-    mode = 0o666 & ~_umask()
+    mode = 0o666 & ~_UMASK
     os.fchmod(fd, mode)  # as open() would have made it, not mkstemp's 0600
     with os.fdopen(fd, 'wb' if isinstance(content, bytes) else 'w') as f:
       f.write(content)
@@ -49,10 +49,15 @@ def _temporary(path, content):
   return tmp
 
 
-def _umask():
-  mask = os.umask(0)
+def _read_umask():
+  # os.umask can only be read by setting it: done once, at import, not while TensorFlow's threads
+  # may be creating files under a momentary umask of 0.
+  mask = os.umask(0o022)
   os.umask(mask)
   return mask
+
+
+_UMASK = _read_umask()
 
 
 # A temporary file untouched this long is a killed write's (a live one is written to, or renamed,
@@ -90,7 +95,8 @@ def write_atomic(path, content):
 
 def write_all_atomic(contents):
   """Writes every {path: content} or none: all temporary files first, then the renames, so a
-  full disk or a kill while writing leaves every file as it was."""
+  full disk or a kill while writing leaves every file as it was (only a kill between two renames,
+  which take microseconds, leaves some replaced)."""
   staged = {}
   try:
     for path, content in contents.items():
