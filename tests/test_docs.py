@@ -201,3 +201,28 @@ def test_the_readme_is_a_first_page_read_in_two_minutes():
                 '![', 'python -m pytest'):
     assert first in text, first
   assert text.index('![') < text.index('python experiments/train_synthesis.py') < first_table
+
+
+def test_the_sngan_settings_quote_their_committed_runs():
+  """departures.json's and digits_settings.md's SN-GAN numbers are docs/sweeps/
+  sngan_small_data.json's: the means over seeds 0-2 per step, and the paired weight-average
+  interval."""
+  import statistics  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.reproduction import departures  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.reproduction import statistics as stats  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(REPO, 'docs', 'sweeps', 'sngan_small_data.json')) as f:
+    runs = json.load(f)['variants']
+
+  def fid(variant, seed, step):
+    return statistics.mean(runs[variant]['seeds'][seed][step]['generator']['fid'])
+
+  seeds = ('0', '1', '2')
+  means = [f'{statistics.mean(fid("diffaugment_as_trained", s, step) for s in seeds):.2f} at '
+           f'{int(step):,}' for step in ('2400', '4000', '4400', '4800')]
+  assert ', '.join(means) in departures.reason('digits_sngan', 'training.num_steps', 4800)
+  ema = [fid('diffaugment_ema', s, '4800') - fid('diffaugment_as_trained', s, '4800')
+         for s in seeds]
+  mean, low, high = stats.t_interval(ema)
+  settings = _text(os.path.join(REPO, 'docs', 'digits_settings.md'))
+  said = f'paired {mean:+.2f}, 95% interval [{low:+.2f}, {high:+.2f}]'
+  assert said in settings, said
