@@ -246,7 +246,7 @@ class RunReport:
       data_cfg = self.config.data
       label = f'{data_cfg.name} {data_cfg.test_split} split'
       meta = figures.grid_figure([(label, self._data_images(len(grids['x'])), 'image')],
-                                 f'real images: {what}', data_grid)
+                                 f'real images: {self.name}', data_grid)  # no step: data
       written['data.png'] = self.written[data_grid] = meta
       with self.writer.as_default(step=step):
         tf.summary.image('samples/data', figures.decode(meta)[None], step=step,
