@@ -230,7 +230,7 @@ def test_every_digits_departure_has_its_measured_reason():
       (d['config'], d['field']) for d in differs if not d['reason']]
   fields = {(d['config'], d['field']) for d in differs}
   assert {('digits_synth', 'langevin.max_drift'), ('digits_retrofit', 'langevin.latent_sphere'),
-          ('digits_refine', 'sampling.steps'), ('digits_refine', 'optim.hat_lr_boundaries'),
+          ('digits_refine', 'sampling.steps'), ('digits_refine', 'training.num_steps'),
           ('digits_sngan', 'training.num_steps'), ('digits_refine', 'ddls.steps')} <= fields
   text = '\n'.join(lines)
   assert 'differs (digits scale)' not in text and "the release's 1e-8" in text
@@ -262,3 +262,9 @@ def test_the_report_says_which_arms_the_scale_shortened_and_why():
   assert text.count('shorter than its config') == 1  # nearood ran its config's 9,000
   assert '- current runs 3,000 steps, shorter than its config: its verdict is' in text
   assert 'shorter' not in '\n'.join(departures.scope_lines(records, {}))
+  # an arm the scale drops is named with why, unless its records are there (an earlier run's)
+  dropped = stages_lib.SCALES['digits'].dropped
+  assert '- noresidual is not run: the refinement without Y' in '\n'.join(
+      departures.scope_lines(records, shortened, dropped))
+  assert 'is not run' not in '\n'.join(departures.scope_lines(
+      dict(records, noresidual_s0=dict(num_steps=2000)), shortened, dropped))

@@ -36,11 +36,11 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
                        'retrofit_s0', 'ood_s0']
   assert [n for n in names if n.endswith('_s1') and not n.startswith(
       ('synthesis', 'sngan', 'refinement', 'autoencoder', 'retrofit', 'ood', 'nearood'))] == [
-          'current_s1', 'coop_bn_s1', 'noresidual_s1', 'window_s1']  # coop without BN: current
+          'current_s1', 'coop_bn_s1', 'window_s1']  # coop without BN: current; no-Y arm dropped
   # The plateau rule's end window: each scored run's kept checkpoints before its end.
   window = by_name(stages)['window_s0']
   assert window.after == ('synthesis_s0', 'sngan_s0', 'refinement_s0', 'retrofit_s0',
-                          'current_s0', 'coop_bn_s0', 'noresidual_s0')
+                          'current_s0', 'coop_bn_s0')
   # Enough kept for the rule's 5 checkpoints in the last third (2/3, three kept, the end), each
   # scored on latents of its own (--seed=its step).
   assert window.outputs[:3] == ['window_s0/synthesis_s0_w1.json', 'window_s0/synthesis_s0_w2.json',
@@ -56,7 +56,7 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   assert names[-2:] == ['figures', 'calibration']
   assert set(stages[-2].after) == set(names[:-2]) and stages[-1].after == ('figures',)
   lines = [line for s in stages for line in s.command_lines()]
-  shortened = ('current', 'coop_bn', 'nearood', 'noresidual')  # the scale's shorter arms
+  shortened = ('current', 'coop_bn', 'nearood')  # the scale's shorter arms
   assert not any('num_steps' in line for s in stages if not s.name.startswith(shortened)
                  for line in s.command_lines())  # each config's own length
   assert all(line.startswith('python experiments/') for line in lines)
@@ -66,11 +66,15 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
       'autoencoder_s0',) and s['ood_s1'].after == ('synthesis_s1',)
   assert s['current_s0'].overrides['training.generator_update'] == 'current'
   assert s['coop_bn_s0'].overrides['training.generator_update'] == 'cooperative_bn'
-  noresidual = s['noresidual_s0']
+  assert 'noresidual_s0' not in s  # the scale drops it (departures.json says why)
+  noresidual = by_name(stages_lib.build(options(tmp_path, seeds=(0,), size='tiny')))[
+      'noresidual_s0']  # the tests' size keeps it
   assert noresidual.kind is plan.KINDS['refinement'] and noresidual.reference == 'refinement_s0'
   assert {k: v for k, v in noresidual.overrides.items() if 'residual' in k} == {
       'langevin.use_residual': False, 'sampling.use_residual': False}
-  assert noresidual.config == s['refinement_s0'].config == 'experiments/configs/digits_refine.py'
+  assert noresidual.config == s['refinement_s0'].config + ':tiny' == (
+      'experiments/configs/digits_refine.py:tiny')
+  assert stages_lib.resolved_config(s['refinement_s0']).training.num_steps == 2000
   # the arm is scored alone: its SN-GAN and DDLS rows would repeat the reference's
   assert noresidual.argvs[1][-1] == '--nobaselines' and '--nobaselines' not in s[
       'refinement_s0'].argvs[1] and '--nobaselines' not in s['current_s0'].argvs[1]
@@ -82,12 +86,10 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   assert s['coop_bn_s1'].length == s['current_s1'].length == pytest.approx(3000 / 9000)
   assert s['nearood_s0'].overrides['training.num_steps'] == 2000 and s['nearood_s0'].length == (
       pytest.approx(2000 / 9000))
-  assert s['noresidual_s0'].length == pytest.approx(2000 / 6000)
   assert s['synthesis_s0'].length == 1.0
   assert s['current_s0'].overrides['training.archive_every'] == 2000  # 2/3 of 3,000
-  assert window.outputs[-3:] == ['window_s0/noresidual_s0_w1.json',
-                                 'window_s0/noresidual_s0_w2.json',
-                                 'window_s0/noresidual_s0_w3.json']
+  assert window.outputs[-3:] == ['window_s0/coop_bn_s0_w1.json', 'window_s0/coop_bn_s0_w2.json',
+                                 'window_s0/coop_bn_s0_w3.json']
   # the plateau rule's checkpoint at 2/3 of training: archived, scored after the end's FID
   assert s['synthesis_s0'].overrides['training.archive_every'] == 6000
   assert s['sngan_s0'].overrides['training.archive_every'] == 3200  # on the 25-step loop grid
@@ -119,8 +121,8 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   # the ETA: a refinement's FID (DDLS's chain too) costs more than a synthesis' FID
   o, seconds = options(tmp_path), stages_lib.SCALES['digits'].seconds
   assert stages_lib.estimate(s['refinement_s0'], o) == seconds['refinement'] + seconds[
-      'fid_refinement'] + seconds['fid'] > stages_lib.estimate(s['noresidual_s0'], o) == (
-          pytest.approx(seconds['refinement'] * 2000 / 6000 + 2 * seconds['fid']))
+      'fid_refinement'] + seconds['fid'] > stages_lib.estimate(s['current_s0'], o) == (
+          pytest.approx(seconds['synthesis'] * 3000 / 9000 + 2 * seconds['fid']))
   assert stages_lib.estimate(s['synthesis_s0'], o) == seconds['synthesis'] + 2 * seconds['fid']
   assert stages_lib.estimate(s['autoencoder_s0'], o) == seconds['autoencoder']  # not scored
 

@@ -20,6 +20,8 @@ NOT_TESTED = tuple(_DATA['not_tested'])
 OOD_NOT_COMPARABLE = _DATA['ood_not_comparable']
 # Why the scale runs an arm shorter than its config (stages.Scale.shortened), by the arm's stem.
 SHORTENED = _DATA['shortened']
+# Why the scale does not run an ablation arm (stages.Scale.dropped), by the arm's stem.
+DROPPED = _DATA['dropped']
 # Why a digits effect's size differs from the paper's, one line per check (the checks' claims).
 EFFECT_REASONS = _DATA['effect_reasons']
 
@@ -43,10 +45,11 @@ def reason(config, field, value=None):
   return why
 
 
-def scope_lines(records=None, shortened=None):
-  """The report's section on what the digits scale cannot test, and which of its runs (stage
+def scope_lines(records=None, shortened=None, dropped=()):
+  """The report's section on what the digits scale cannot test, which of its runs (stage
   records: name -> record) the scale trained shorter than their config (`shortened`: the scale's
-  arm stem -> overrides), with why."""
+  arm stem -> overrides), and which arms it does not run (`dropped`, absent from the records),
+  with why."""
   short = {}
   for name, record in (records or {}).items():
     stem, steps = name.rsplit('_s', 1)[0], (record or {}).get('num_steps')
@@ -56,4 +59,6 @@ def scope_lines(records=None, shortened=None):
   lines = ['## What this scale does not test', ''] + [f'- {item}.' for item in NOT_TESTED]
   lines += [f'- {stem} runs {steps:,} steps, shorter than its config: {SHORTENED[stem]}.'
             for stem, steps in sorted(short.items())]
+  stems = {name.rsplit('_s', 1)[0] for name in records or {}}
+  lines += [f'- {stem} is not run: {DROPPED[stem]}.' for stem in dropped if stem not in stems]
   return lines + ['']

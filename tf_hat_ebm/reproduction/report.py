@@ -162,7 +162,9 @@ def build_report(records, options, figures=(), configs=None, previous=()):
       data['tables'][key] = rows
   calibration, data['calibration'] = calibration_lines(records, options.seeds)
   settings, data['settings'] = tables.settings_table(configs or {}, options.scale)
-  scope = (departures.scope_lines(records, stages_lib.SCALES[options.scale].shortened)
+  scale = stages_lib.SCALES[options.scale]
+  dropped = scale.dropped if 'ablations' in options.parts else ()
+  scope = (departures.scope_lines(records, scale.shortened, dropped)
            if options.scale != 'paper' else [])
   data['not_tested'] = list(departures.NOT_TESTED) if scope else []
   lines += calibration + scope + (settings if configs else []) + figure_lines(figures)

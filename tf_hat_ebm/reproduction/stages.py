@@ -53,6 +53,8 @@ class Scale:
   # Runs this scale shortens, by the stem of their stage's name: config overrides. Why each:
   # departures.json's 'shortened' (the report's scope section says it).
   shortened: Dict[str, Dict[str, object]] = dataclasses.field(default_factory=dict)
+  # Ablation arms this scale does not run, by stem (why: departures.json's 'dropped').
+  dropped: Tuple[str, ...] = ()
 
 
 _SHORT_ARM = {'training.num_steps': 3000, 'training.checkpoint_every': 250,
@@ -74,8 +76,9 @@ SCALES = {
             # the unstable arms: a shorter run with a checkpoint every 250 steps, so the end
             # window's 5 checkpoints see their swings; near-OOD at its best AUROC's length; the
             # arm without Y to the hat's lr drop, where its verdict is made
-            current=_SHORT_ARM, coop_bn=_SHORT_ARM, nearood={'training.num_steps': 2000},
-            noresidual={'training.num_steps': 2000, 'training.checkpoint_every': 200})),
+            current=_SHORT_ARM, coop_bn=_SHORT_ARM, nearood={'training.num_steps': 2000}),
+        # its verdict cannot change at this scale (the residual stays at the data noise's scale)
+        dropped=('noresidual',)),
     # The paper configs in float32, as the paper and the release trained.
     'paper': Scale(
         configs=dict(synthesis='cifar10_synth', sngan='cifar10_sngan',
@@ -294,6 +297,8 @@ class _Builder:
     """Each arm beside its reference: the generator's targets, and refinement without Y (scored
     alone: its SN-GAN and DDLS are the reference's)."""
     for arm, (reference, extra) in ABLATIONS.items():
+      if arm in self.scale.dropped and not self.o.size:
+        continue
       extra, after = dict(extra), ()
       if reference == 'refinement':
         gan = 'sngan_release' if self.o.release_sngan else f'sngan_s{seed}'
