@@ -179,3 +179,15 @@ def run_command(script, *args):
     except SystemExit as e:
       code = e.code if isinstance(e.code, int) else int(e.code is not None)
   return subprocess.CompletedProcess([path, *args], code, out.getvalue(), err.getvalue())
+
+
+def train_keeps_generator_frozen(task, config, workdir, steps=2):
+  """Trains `task` for `steps`: its metrics finite, its frozen generator's weights unchanged."""
+  from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
+  before = [v.numpy().copy() for v in task.generator.model.variables]
+  metrics = Trainer(task, config, str(workdir), tf.distribute.get_strategy(),
+                    verbose=False).train(steps)
+  assert all(np.isfinite(v) for v in metrics.values())
+  for a, b in zip(before, task.generator.model.variables):
+    np.testing.assert_array_equal(a, b.numpy())
+  return metrics

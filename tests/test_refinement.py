@@ -13,6 +13,7 @@ from tf_hat_ebm.tasks import joint
 from tf_hat_ebm.trainer import Trainer
 
 from conftest import tiny
+from conftest import train_keeps_generator_frozen
 
 
 def tiny_decoder():
@@ -208,3 +209,32 @@ def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path
   assert [row.split('|')[1].strip() for row in rows[1:]] == ['Hat EBM X = G(Z_K) + Y_K (20)',
                                                              'data: test split (297)']
   assert list(result_lib.read(os.path.join(run_dir, 'fid.json')).methods) == ['hat_ebm']
+
+
+def test_refinement_of_a_synthesis_runs_own_generator(trained_workdir, tmp_path):
+  """generator.source 'synthesis': the G a synthesis run trained in tandem with its hat, frozen
+  under a new hat, at the run's own width, latent and output scale (not the config's)."""
+  from tf_hat_ebm import trained_run  # pylint: disable=g-import-not-at-top
+  config = tiny('digits_refine', **{'generator.source': 'synthesis',
+                                    'generator.path': trained_workdir})
+  assert config.model.out_factor != tiny().model.out_factor  # the run's must be taken
+  generator, discriminator = generators.load(config)
+  assert discriminator is None  # no D: the evaluation scores G(Z0) and the Hat EBM, no DDLS
+  synthesis = trained_run.load_run(trained_workdir).model
+  z = tf.random.stateless_normal([3, *generator.latent_shape], [1, 2])
+  # the run restores under its own precision (bf16 where native): equal to bf16's rounding, while
+  # the config's out_factor (half the run's) would halve every pixel
+  np.testing.assert_allclose(generator(z).numpy(), synthesis.generator(z).numpy(), rtol=0.02,
+                             atol=3e-3)
+  assert config.generator.checkpoint == 2  # pinned to the run's checkpoint
+  train_keeps_generator_frozen(joint.JointTask(config, tf.distribute.get_strategy()), config,
+                               tmp_path)
+
+
+def test_a_synthesis_run_of_other_images_is_refused_naming_both(trained_workdir):
+  config = tiny('digits_refine', **{'generator.source': 'synthesis',
+                                    'generator.path': trained_workdir})
+  with config.unlocked():
+    config.data.image_size = 32
+  with pytest.raises(ValueError, match=r'makes 16x16x1 images; the config expects 32x32x1'):
+    generators.load(config)

@@ -2,6 +2,8 @@
 
   source='sngan'        path = workdir of experiments/train_sngan.py (also gives D for DDLS)
   source='autoencoder'  path = workdir of experiments/train_autoencoder.py (its decoder)
+  source='synthesis'    path = workdir of experiments/train_synthesis.py (the G trained in tandem
+                        with its hat: a strong generator to refine with a new hat; no D)
   source='savedmodel'   path = a SavedModel directory (Keras, or tf.Module with __call__), loaded
                         as a TensorFlow graph: no Python in it runs (a Keras Lambda layer's)
   source='factory'      path = 'package.module:function'; function() returns a Keras model
@@ -28,6 +30,8 @@ from tf_hat_ebm import validation
 from tf_hat_ebm import workdir as workdir_lib
 
 SOURCES = validation.GENERATOR_SOURCES
+# Sources that are a workdir of this project's training: what its checkpoints hold.
+WORKDIR_SOURCES = {'sngan': 'SN-GAN', 'autoencoder': 'autoencoder', 'synthesis': 'synthesis run'}
 
 
 class FrozenGenerator(tf.Module):
@@ -91,8 +95,8 @@ def load(config, precision='float32'):
   if gcfg.source != 'factory':
     gcfg.path = absolute_path(gcfg.path)
   discriminator = None
-  if gcfg.source in ('sngan', 'autoencoder'):
-    what = 'SN-GAN' if gcfg.source == 'sngan' else 'autoencoder'
+  if gcfg.source in WORKDIR_SOURCES:
+    what = WORKDIR_SOURCES[gcfg.source]
     script = f'experiments/train_{gcfg.source}.py'
     pinned = gcfg.get('checkpoint')
     if pinned is not None and not tf.io.gfile.exists(
@@ -101,6 +105,9 @@ def load(config, precision='float32'):
     path = checkpoints.resolve_checkpoint(gcfg.path, pinned, what=what, script=script)
     if gcfg.source == 'sngan':
       model, discriminator = load_sngan(gcfg.path, config, checkpoint=path, precision=precision)
+    elif gcfg.source == 'synthesis':
+      model, _ = load_sngan(gcfg.path, synthesis_generator_config(gcfg.path, config),
+                            checkpoint=path, precision=precision)
     else:
       model = load_decoder(gcfg.path, config, checkpoint=path, precision=precision)
     generator = FrozenGenerator(model, model.latent_shape)
@@ -174,7 +181,7 @@ def adopt_pin(config, workdir, allow_change=False):
                      f'config asks for {describe_pin(gcfg)}; pass --allow_config_change to '
                      'continue it with the new one')
   elif (gcfg.source == saved.source and asked is None and saved.get('checkpoint') is not None
-        and gcfg.source in ('sngan', 'autoencoder')):
+        and gcfg.source in WORKDIR_SOURCES):
     # Moved (only the path differs, no checkpoint asked for): the pinned checkpoint, found at the
     # new path, is the generator; never the newest there without a word.
     new_path = absolute_path(gcfg.path)
@@ -302,6 +309,24 @@ def load_sngan(workdir, config, checkpoint=None, precision='float32'):
   for model in items.values():
     model.trainable = False
   return items['generator'], items.get('discriminator')
+
+
+def synthesis_generator_config(workdir, config):
+  """`config` with the model of the synthesis run in `workdir` (its G's width, latent and output
+  scale are the run's, not the refinement config's) and no discriminator; its images must be the
+  config's."""
+  run = workdir_lib.load_config(workdir)
+  ours, theirs = config.data, run.data
+  if (theirs.image_size, theirs.channels) != (ours.image_size, ours.channels):
+    raise ValueError(f'the synthesis run {workdir} makes {theirs.image_size}x{theirs.image_size}x'
+                     f'{theirs.channels} images; the config expects {ours.image_size}x'
+                     f'{ours.image_size}x{ours.channels}')
+  out = config.copy_and_resolve_references()
+  with out.unlocked():
+    for field in ('gen_width', 'z_dim', 'out_factor', 'init'):
+      out.model[field] = run.model[field]
+    out.model['disc_width'] = 0
+  return out
 
 
 def load_decoder(workdir, config, checkpoint=None, precision='float32'):

@@ -23,7 +23,7 @@ DATASETS = ('digits', 'cifar10', 'cifar100', 'svhn_cropped', 'celeb_a', 'imagene
 USER_SOURCES = ('folder:', 'array:')
 SUPPORTED_IMAGE_SIZES = (16, 32, 64, 128)
 # The choices of every choice field, defined once here and read by the modules that act on them.
-GENERATOR_SOURCES = ('sngan', 'autoencoder', 'savedmodel', 'factory')
+GENERATOR_SOURCES = ('sngan', 'autoencoder', 'synthesis', 'savedmodel', 'factory')
 PRECISIONS = ('float32', 'mixed_bfloat16', 'mixed_float16')  # Keras policies; config adds 'auto'
 CLIP_MODES = ('global', 'per_variable_per_replica')
 GENERATOR_UPDATES = ('bank', 'current', 'cooperative', 'cooperative_bn')
