@@ -268,3 +268,30 @@ def test_the_report_says_which_arms_the_scale_shortened_and_why():
       departures.scope_lines(records, shortened, dropped))
   assert 'is not run' not in '\n'.join(departures.scope_lines(
       dict(records, noresidual_s0=dict(num_steps=2000)), shortened, dropped))
+
+
+def test_a_strong_generators_refinement_and_the_paper_time_arm_are_reported_when_they_ran():
+  seeds = [0, 1, 2]
+  records = records_for(seeds, shift=0.5)
+  base_checks = [c['check'] for c in tables.checks_table(records, seeds)[1]]
+  assert not any('own G' in c or 'Langevin time' in c for c in base_checks)  # not run: no row
+  for s in seeds:
+    records[f'refine_own_s{s}'] = fid_record(generator=[3.0 + s, 3.1 + s, 3.2 + s],
+                                             hat_ebm=[2.6 + s, 2.7 + s, 2.8 + s])
+    records[f'paper_time_s{s}'] = fid_record(hat_ebm=[19.6 + s, 19.8 + s, 20.0 + s])
+  lines, rows = tables.refinement_table(records, 'digits', seeds)
+  own = {r['label']: r for r in rows}
+  assert own["Hat EBM over the synthesis run's G"]['mean'] == pytest.approx(3.7)
+  _, cells = table_rows(lines, 'Table 1')
+  row = next(c for c in cells if c[0] == "Hat EBM over the synthesis run's G")
+  assert '-9.8%' in row  # against that G's 4.1, not the SN-GAN's
+  checks = {c['check']: c for c in tables.checks_table(records, seeds)[1]}
+  own_check = checks["a new hat improves the synthesis run's own G (beside Table 1)"]
+  assert own_check['mean'] == pytest.approx(0.4) and own_check['n'] == 3
+  assert '-2.4% on CelebA' in own_check['paper']
+  time_check = checks["synthesis at the paper's Langevin time beats the digits' 0.4x"]
+  assert time_check['mean'] == pytest.approx(-1.0)  # paired: the paper's time is worse here
+  ablations = [r['label'] for r in tables.ablation_table(records, seeds)[1]]
+  assert ablations[-1] == "synthesis at the paper's Langevin time"
+  arms = [r['arm'] for r in tables.plateau_table(records, seeds)[1]]
+  assert "refinement of the synthesis run's G: Hat EBM" in arms

@@ -32,15 +32,16 @@ def by_name(stages):
 def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path):
   stages = stages_lib.build(options(tmp_path, seeds=(0, 1)))
   names = [s.name for s in stages]
-  assert names[:6] == ['synthesis_s0', 'sngan_s0', 'refinement_s0', 'autoencoder_s0',
-                       'retrofit_s0', 'ood_s0']
+  assert names[:7] == ['synthesis_s0', 'sngan_s0', 'refinement_s0', 'refine_own_s0',
+                       'autoencoder_s0', 'retrofit_s0', 'ood_s0']
   assert [n for n in names if n.endswith('_s1') and not n.startswith(
-      ('synthesis', 'sngan', 'refinement', 'autoencoder', 'retrofit', 'ood', 'nearood'))] == [
-          'current_s1', 'coop_bn_s1', 'window_s1']  # coop without BN: current; no-Y arm dropped
+      ('synthesis', 'sngan', 'refine', 'autoencoder', 'retrofit', 'ood', 'nearood'))] == [
+          'current_s1', 'coop_bn_s1', 'paper_time_s1', 'window_s1']  # coop without BN: current;
+  # the arm without Y dropped at this scale
   # The plateau rule's end window: each scored run's kept checkpoints before its end.
   window = by_name(stages)['window_s0']
-  assert window.after == ('synthesis_s0', 'sngan_s0', 'refinement_s0', 'retrofit_s0',
-                          'current_s0', 'coop_bn_s0')
+  assert window.after == ('synthesis_s0', 'sngan_s0', 'refinement_s0', 'refine_own_s0',
+                          'retrofit_s0', 'current_s0', 'coop_bn_s0', 'paper_time_s0')
   # Enough kept for the rule's 5 checkpoints in the last third (2/3, three kept, the end), each
   # scored on latents of its own (--seed=its step).
   assert window.outputs[:3] == ['window_s0/synthesis_s0_w1.json', 'window_s0/synthesis_s0_w2.json',
@@ -49,7 +50,7 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   assert window.command_lines()[0].endswith(
       '--checkpoint=synthesis_s0/checkpoints/ckpt-7500 --output=window_s0/synthesis_s0_w1.json '
       '--seed=7500 --nobaselines')
-  assert ('--checkpoint=retrofit_s0/checkpoints/ckpt-2200' in window.command_lines()[11]
+  assert ('--checkpoint=retrofit_s0/checkpoints/ckpt-2200' in window.command_lines()[14]
           and not any(c[-1] == '--nobaselines' for c in window.argvs
                       if '--workdir=sngan_s0' in c))
   assert window.keep_going and window.inputs[0] == 'synthesis_s0/fid.json'
@@ -64,6 +65,16 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
   s = by_name(stages)
   assert s['refinement_s1'].after == ('sngan_s1',) and s['retrofit_s0'].after == (
       'autoencoder_s0',) and s['ood_s1'].after == ('synthesis_s1',)
+  # a new hat on the synthesis run's own G, after that run; the synthesis at the paper's time
+  assert s['refine_own_s1'].after == ('synthesis_s1',) and s['refine_own_s1'].command_lines()[
+      0].startswith('python experiments/train_refinement.py --config=experiments/configs/'
+                    'digits_refine.py --workdir=refine_own_s1 --config.seed=1 '
+                    '--config.generator.source=synthesis --config.generator.path=synthesis_s1')
+  assert s['paper_time_s0'].config == 'experiments/configs/digits_synth_paper_time.py'
+  assert s['paper_time_s0'].reference == 'synthesis_s0'
+  paper_time = stages_lib.resolved_config(s['paper_time_s0'])
+  assert paper_time.langevin.step_size == pytest.approx(
+      stages_lib.resolved_config(s['synthesis_s0']).langevin.step_size * (50 / 20) ** 0.5)
   assert s['current_s0'].overrides['training.generator_update'] == 'current'
   assert s['coop_bn_s0'].overrides['training.generator_update'] == 'cooperative_bn'
   assert 'noresidual_s0' not in s  # the scale drops it (departures.json says why)
@@ -88,8 +99,9 @@ def test_digits_stages_use_the_papers_names_and_each_configs_own_length(tmp_path
       pytest.approx(2000 / 9000))
   assert s['synthesis_s0'].length == 1.0
   assert s['current_s0'].overrides['training.archive_every'] == 2000  # 2/3 of 3,000
-  assert window.outputs[-3:] == ['window_s0/coop_bn_s0_w1.json', 'window_s0/coop_bn_s0_w2.json',
-                                 'window_s0/coop_bn_s0_w3.json']
+  assert window.outputs[-3:] == ['window_s0/paper_time_s0_w1.json',
+                                 'window_s0/paper_time_s0_w2.json',
+                                 'window_s0/paper_time_s0_w3.json']
   # the plateau rule's checkpoint at 2/3 of training: archived, scored after the end's FID
   assert s['synthesis_s0'].overrides['training.archive_every'] == 6000
   assert s['sngan_s0'].overrides['training.archive_every'] == 3200  # on the 25-step loop grid

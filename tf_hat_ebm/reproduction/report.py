@@ -98,7 +98,9 @@ PLACED = (('synthesis', 'synthesis', 'hat_ebm'), ('its G(Z)', 'synthesis', 'gene
           ('SN-GAN', 'refinement', 'generator'), ('DDLS', 'refinement', 'ddls'),
           ('refinement', 'refinement', 'hat_ebm'), ('retrofit', 'retrofit', 'hat_ebm'),
           ('current', 'current', 'hat_ebm'), ('coop_bn', 'coop_bn', 'hat_ebm'),
-          ('noresidual', 'noresidual', 'hat_ebm'))
+          ('noresidual', 'noresidual', 'hat_ebm'),
+          ("Hat EBM over the synthesis G", tables.OWN_G, 'hat_ebm'),
+          ("synthesis at the paper's time", 'paper_time', 'hat_ebm'))
 
 
 def calibration_lines(records, seeds=()):

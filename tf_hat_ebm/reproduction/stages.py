@@ -55,6 +55,10 @@ class Scale:
   shortened: Dict[str, Dict[str, object]] = dataclasses.field(default_factory=dict)
   # Ablation arms this scale does not run, by stem (why: departures.json's 'dropped').
   dropped: Tuple[str, ...] = ()
+  # Arms this scale adds beside a reference run: stem -> (reference stem, config).
+  more_arms: Dict[str, Tuple[str, str]] = dataclasses.field(default_factory=dict)
+  # A refinement of each synthesis run's own G (a strong generator) beside Table 1.
+  refine_own: bool = False
 
 
 _SHORT_ARM = {'training.num_steps': 3000, 'training.checkpoint_every': 250,
@@ -78,7 +82,9 @@ SCALES = {
             # arm without Y to the hat's lr drop, where its verdict is made
             current=_SHORT_ARM, coop_bn=_SHORT_ARM, nearood={'training.num_steps': 2000}),
         # its verdict cannot change at this scale (the residual stays at the data noise's scale)
-        dropped=('noresidual',)),
+        dropped=('noresidual',),
+        # the synthesis at the paper's Langevin time (the config runs 0.4x of it), paired
+        more_arms=dict(paper_time=('synthesis', 'digits_synth_paper_time')), refine_own=True),
     # The paper configs in float32, as the paper and the release trained.
     'paper': Scale(
         configs=dict(synthesis='cifar10_synth', sngan='cifar10_sngan',
@@ -251,6 +257,11 @@ class _Builder:
       self.trained(f'synthesis_{data}{s}', 'synthesis', 'synthesis', seed, config=config)
     if parts & {'refinement', 'ablations'}:
       self.refinement(seed, '', None, self.scale.configs['refinement'])
+    if 'refinement' in parts and self.scale.refine_own and any(
+        st.name == f'synthesis{s}' for st in self.stages):
+      self.trained(f'refine_own{s}', 'refinement', 'refinement', seed, after=(f'synthesis{s}',),
+                   extra={'generator.source': 'synthesis', 'generator.path': f'synthesis{s}'},
+                   label='refinement of the synthesis run\'s G')
     for data, gan_config, config in self.scale.more_refinement if 'refinement' in parts else ():
       self.refinement(seed, f'_{data}', gan_config, config)
     if 'retrofit' in parts:
@@ -305,6 +316,9 @@ class _Builder:
         extra['generator.path'], after = RELEASE_GAN if self.o.release_sngan else gan, (gan,)
       self.trained(f'{arm}_s{seed}', reference, 'ablations', seed, extra=extra, after=after,
                    reference=f'{reference}_s{seed}', baselines=reference != 'refinement')
+    for arm, (reference, config) in self.scale.more_arms.items():
+      self.trained(f'{arm}_s{seed}', reference, 'ablations', seed, config=config,
+                   reference=f'{reference}_s{seed}')
 
   def window(self, seed):
     """The plateau rule's end window of each scored run of `seed`: the checkpoints it keeps
