@@ -120,6 +120,22 @@ def trained_workdir(tmp_path_factory):
   return workdir
 
 
+def train_tiny_refinement(gan_dir, run_dir):
+  """A tiny SN-GAN in gan_dir and a tiny refinement over it in run_dir, 2 steps each; the
+  refinement's config. tiny() gives both the SN-GAN's shapes (widths 8, z_dim 4) and DDLS 2
+  steps."""
+  from tf_hat_ebm.tasks import joint  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.tasks import sngan  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
+  strategy = tf.distribute.get_strategy()
+  gan_config = tiny('digits_sngan')
+  Trainer(sngan.SNGANTask(gan_config, strategy), gan_config, gan_dir, strategy,
+          verbose=False).train(2)
+  config = tiny('digits_refine', **{'generator.path': gan_dir})
+  Trainer(joint.JointTask(config, strategy), config, run_dir, strategy, verbose=False).train(2)
+  return config
+
+
 FOLDER_IMAGES = 300  # digits written as PNGs by `digits_folder`
 
 

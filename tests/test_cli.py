@@ -26,6 +26,7 @@ FLAGS = {
     'import-release': ['--config', '--workdir', '--hat'],
     'calibrate-fid': ['--workdir', '--num', '--samples', '--output', '--overwrite'],
     'reproduce': ['--scale', '--seeds', '--out', '--jobs', '--dry_run'],
+    'pretrained': ['--model', '--workdir', '--overwrite'],
 }
 # Every command's --help in one process whose tensorflow cannot be imported.
 HELP_WITHOUT_TF = r"""
@@ -178,6 +179,10 @@ def test_wheel_declares_dependencies_scripts_and_configs(tmp_path):
   assert {os.path.splitext(f)[1] for f in shipped} == {'.npz', '.json'}  # the FID classifiers
   assert {f'tf_hat_ebm/evaluation/feature_classifiers/{f}' for f in shipped} <= set(names)
   assert not [n for n in names if 'experiments' in n]  # the scripts are a checkout's
+  from tf_hat_ebm import pretrained  # pylint: disable=g-import-not-at-top
+  assert {f'tf_hat_ebm/models/{m}/{f}' for m in pretrained.names()
+          for f in pretrained.entry(m)['files']} | {'tf_hat_ebm/models/manifest.json'} <= set(
+              names)  # the ready-made models
   for root, _, files in os.walk(os.path.join(REPO, 'tf_hat_ebm')):
     if '__init__.py' in files:  # every subpackage is listed in pyproject.toml
       rel = os.path.relpath(os.path.join(root, '__init__.py'), REPO).replace(os.sep, '/')

@@ -162,18 +162,10 @@ def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved
 @pytest.mark.slow
 def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path):
   """Table 2 in one command: G(Z0), DDLS and the Hat EBM with the same feature network."""
-  from conftest import run_command  # pylint: disable=g-import-not-at-top
+  from conftest import run_command, train_tiny_refinement  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import result as result_lib  # pylint: disable=g-import-not-at-top
-  from tf_hat_ebm.tasks import sngan  # pylint: disable=g-import-not-at-top
-  strategy = tf.distribute.get_strategy()
   gan_dir, run_dir, cache = (str(tmp_path / d) for d in ('sngan', 'refine', 'cache'))
-  gan_config = tiny('digits_sngan')
-  Trainer(sngan.SNGANTask(gan_config, strategy), gan_config, gan_dir, strategy,
-          verbose=False).train(2)
-  # tiny() gives both the SN-GAN's shapes (widths 8, z_dim 4) and DDLS 2 steps.
-  config = tiny('digits_refine', **{'generator.path': gan_dir})
-  Trainer(joint.JointTask(config, strategy), config, run_dir, strategy,
-          verbose=False).train(2)
+  config = train_tiny_refinement(gan_dir, run_dir)
 
   def evaluate_fid(workdir, *more):
     """(stdout, table rows) of evaluate_fid.py on `workdir`; it must exit 0."""

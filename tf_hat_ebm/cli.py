@@ -28,6 +28,7 @@ from tf_hat_ebm import interrupts  # noqa: E402
 from tf_hat_ebm import validation  # noqa: E402
 from tf_hat_ebm.config import configs_dir  # noqa: E402
 from tf_hat_ebm.errors import fail, main_guard, one_line  # noqa: E402
+from tf_hat_ebm import pretrained as pretrained_lib  # noqa: E402
 from tf_hat_ebm import progress  # noqa: E402
 
 HELP_ARGS = ('-h', '-?', '--help', '--helpshort', '--helpfull')
@@ -328,6 +329,15 @@ def _define_calibrate(fv):
   flags.DEFINE_bool('overwrite', False, 'Replace an existing --output.', flag_values=fv)
 
 
+def _define_pretrained(fv):
+  flags.DEFINE_string('model', None, 'The shipped model to install: '
+                      f'{", ".join(pretrained_lib.names()) or "none shipped"}.', flag_values=fv)
+  flags.DEFINE_string('workdir', None, 'The workdir to write (a refinement\'s or retrofit\'s '
+                      'generator goes in <workdir>/generator).', flag_values=fv)
+  flags.DEFINE_bool('overwrite', False, 'Install into a directory that is not empty, replacing '
+                    'the files the install writes (the others are kept).', flag_values=fv)
+
+
 COMMANDS = {c.name: c for c in (
     Command('train', 'train.py', 'Trains any experiment: the kind of run comes from the '
             "config's `experiment`.",
@@ -392,6 +402,14 @@ COMMANDS = {c.name: c for c in (
             'where a set has fewer than N); per --samples file the class histogram by the FID\'s '
             'classifier and the distance of each sample to its nearest training image.',
             required=('workdir', 'output')),
+    Command('pretrained', 'pretrained.py', 'Installs a ready-made digits model shipped with the '
+            'package as a workdir that every command reads (no training).',
+            ('--model=digits_synth --workdir=workdir/digits_synth',
+             '--model=digits_sngan --workdir=workdir/digits_sngan'),
+            _define_pretrained, 'tf_hat_ebm.pretrained:install_command',
+            'Every file is checked against its sha256 in the package\'s manifest first. The '
+            'workdir holds config.json, one checkpoint of the networks and pretrained.json (what '
+            'trained the model: command and commit).', required=('model', 'workdir')),
     Command('reproduce', 'reproduce.py', 'The paper in one command: every table and figure as '
             'resumable stages, and a report.',
             ('', '--dry_run', '--scale=paper --tpu=my-tpu --data_dir=gs://bucket/tfds '
@@ -615,3 +633,7 @@ def calibrate_fid():
 
 def reproduce():
   main('reproduce')
+
+
+def pretrained():
+  main('pretrained')
