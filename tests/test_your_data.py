@@ -1,6 +1,7 @@
 """A user's own images (folder:<path>, array:<path>): shapes, ranges, splits, each bad input, and a
 run trained, sampled, exported and reloaded on a folder of PNGs."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -317,3 +318,57 @@ def test_random_flips_keep_the_input_position_savable(digits_folder, tmp_path):
   flipped = np.all(batch == images[:, :, ::-1], axis=(1, 2, 3))
   kept = np.all(batch == images, axis=(1, 2, 3))
   assert 10 < flipped.sum() < 54 and np.all(flipped | kept)  # about half of them flipped
+
+
+def save_decoder(path, size=16, scale=1.0):
+  """A user's decoder SavedModel: latents [8] -> tanh images [size, size, 1] in [-1, 1] (the
+  data's range), times `scale`."""
+  from tf_hat_ebm.keras_compat import keras  # pylint: disable=g-import-not-at-top
+  keras.utils.set_random_seed(0)
+  model = keras.Sequential([
+      keras.layers.Input([8]), keras.layers.Dense(4 * 4 * 4, activation='relu'),
+      keras.layers.Reshape([4, 4, 4]),
+      keras.layers.Conv2DTranspose(1, size // 4, strides=size // 4, activation='tanh'),
+      keras.layers.Rescaling(scale)])
+  model.save(str(path))
+  return str(path)
+
+
+def retrofit_flags(decoder, workdir):
+  """train_retrofit.py's flags: digits_retrofit at its tiny size over a SavedModel decoder, with
+  the tests' small networks and batch."""
+  from conftest import CONFIGS  # pylint: disable=g-import-not-at-top
+  return [f'--config={os.path.join(CONFIGS, "digits_retrofit.py")}:tiny',
+          '--config.generator.source=savedmodel', f'--config.generator.path={decoder}',
+          '--config.model.hat_width=8', '--config.training.batch_size=4',
+          '--config.training.num_grid_samples=4', f'--workdir={workdir}']
+
+
+def test_a_retrofit_of_your_decoder_trains_and_samples(tmp_path):
+  decoder, workdir = save_decoder(tmp_path / 'decoder'), str(tmp_path / 'retrofit')
+  result = run_command('train_retrofit.py', *retrofit_flags(decoder, workdir))
+  assert result.returncode == 0, result.stderr
+  from tf_hat_ebm import trained_run  # pylint: disable=g-import-not-at-top
+  config = trained_run.load_config(workdir)
+  assert (config.generator.source, tuple(config.generator.latent_shape)) == ('savedmodel', (8,))
+  assert config.sampling.latent_sphere  # the retrofit's chain, over your decoder
+  result = run_command('sample.py', f'--workdir={workdir}', '--num_samples=4',
+                       f'--generator_path={decoder}')
+  assert result.returncode == 0, result.stderr
+  saved = np.load(os.path.join(workdir, 'generated', 'samples.npz'))
+  assert saved['images'].shape == (4, 16, 16, 1) and np.abs(saved['images']).max() <= 1.0
+  assert not np.allclose(saved['images'], saved['generator_images'])  # Y moved X off G(Z)
+
+
+@pytest.mark.parametrize('size, scale, problem', [
+    (16, 255.0, r'outputs images in \[-?\d.*, \d.*\]; generator.output_range says \[-1, 1\]: set '
+                r'--config.generator.output_range to the range it outputs'),
+    (8, 1.0, r'maps latents \[8\] to images \[8, 8, 1\]; the config expects images '
+             r'\[16, 16, 1\]')])
+def test_a_decoder_of_another_range_or_size_is_one_line(tmp_path, size, scale, problem):
+  decoder = save_decoder(tmp_path / 'decoder', size=size, scale=scale)
+  result = run_command('train_retrofit.py', *retrofit_flags(decoder, str(tmp_path / 'run')))
+  assert result.returncode == 1
+  assert result.stderr.count('\n') == 1 and result.stderr.startswith('error: ')
+  assert re.search(problem, result.stderr), result.stderr
+  assert not os.path.exists(tmp_path / 'run' / 'checkpoints')  # nothing trained
