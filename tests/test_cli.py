@@ -97,6 +97,9 @@ def test_config_names_resolve_to_the_shipped_files(tmp_path):
   with pytest.raises(SystemExit):  # a name that is neither: the shipped names in one line
     cli.config_path('cifar10_synthesis')
   assert cli.config_path('some/dir/cifar10_synth.py') == 'some/dir/cifar10_synth.py'
+  assert cli.config_path('digits_refine:tiny') == f'{shipped}/digits_refine.py:tiny'  # a size
+  with pytest.raises(SystemExit):
+    cli.config_path('digits_refined:tiny')
   assert 'digits_synth' in cli.config_names() and '__init__' not in cli.config_names()
 
 
@@ -110,6 +113,8 @@ def test_a_shipped_config_by_name_is_loaded(monkeypatch):
                      '--workdir=w'])
   assert seen['config'].name == 'digits_refine' and seen['config'].seed == 3
   assert seen['workdir'] == 'w'
+  cli.main('train', ['tf-hat-ebm-train', '--config=digits_refine:tiny', '--workdir=w'])
+  assert seen['config'].training.num_steps == 2  # its tiny size
 
 
 def console_commands():

@@ -82,9 +82,13 @@ def config_names():
 
 def config_path(value):
   """A --config value as a file: an existing path as given, else a shipped config's name
-  (`cifar10_synth` or `cifar10_synth.py`)."""
+  (`cifar10_synth` or `cifar10_synth.py`, and `digits_synth:tiny` with its size)."""
   if not value or os.path.exists(value):
     return value
+  base, colon, size = value.partition(':')  # NAME:SIZE, the argument of its get_config
+  if colon and os.sep not in base and (base[:-3] if base.endswith('.py') else base) in (
+      config_names()):
+    return config_path(base) + ':' + size
   name = os.path.basename(value)[:-3] if value.endswith('.py') else value
   if os.sep not in value and name in config_names():
     return os.path.join(configs_dir(), name + '.py')
