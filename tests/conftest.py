@@ -23,6 +23,7 @@ import tensorflow as tf  # noqa: E402
 from tf_hat_ebm import cli  # noqa: E402
 from tf_hat_ebm import config as config_lib  # noqa: E402
 from tf_hat_ebm import registry  # noqa: E402
+from tf_hat_ebm.evaluation import result as result_lib  # noqa: E402
 from tpu_utils import use_logical_cpus  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -49,6 +50,16 @@ KIND_SIZES: Mapping[str, Mapping[str, object]] = {
     'joint': {'training.num_steps': 2, 'training.sample_every': 2, 'optim.hat_lr': 1e-3},
     'sngan': {'training.n_dis': 2, 'training.num_steps': 2, 'training.sample_every': 2},
 }
+
+
+def fid_result(step=None, data=None, **sets):
+  """The JSON of an evaluation result (schema 2) of FIDs alone: sets {method: [FID per set]},
+  `data` the held-out split's FID."""
+  return result_lib.EvalResult(
+      methods={m: m for m in sets}, metrics={'fid': result_lib.FID},
+      values={'fid': {m: [float(v) for v in runs] for m, runs in sets.items()}},
+      data={} if data is None else {'fid': data}, step=step,
+      runs=len(next(iter(sets.values()), ()))).to_json()
 
 
 def load_config(experiment, *args):

@@ -1,5 +1,5 @@
 """The evaluation seam: every metric of metrics.METRICS on one pool of features, KID against
-TF-GAN and on real digits, the typed result written, read back and read in its first version."""
+TF-GAN and on real digits, the typed result written and read back (one without a schema refused)."""
 import json
 import os
 import shutil
@@ -19,7 +19,7 @@ from tf_hat_ebm.reproduction import report
 from tf_hat_ebm.reproduction import stages
 from tf_hat_ebm.reproduction import tables
 
-from conftest import REPO, run_command, tiny
+from conftest import REPO, fid_result, run_command, tiny
 
 
 @pytest.fixture(scope='module')
@@ -174,16 +174,19 @@ def test_evaluate_fid_writes_the_result_it_prints_and_logs(trained_workdir, tmp_
           f'{result.std("kid", "generator"):.{kid.digits}f}') in shown
 
 
-def test_the_first_version_of_fid_json_and_its_records_are_read():
+def test_a_fid_json_without_a_schema_is_one_line_naming_it_and_the_command(tmp_path):
   old = dict(step=7, feature_net='classifier_ab', num_samples=20, runs=2, reference='digits/train',
              data_test_vs_train=3.5, hat_ebm=[10.0, 12.0], generator=[20.0, 21.0])
-  result = result_lib.EvalResult.from_json(old)
-  assert list(result.methods) == ['hat_ebm', 'generator'] and list(result.metrics) == ['fid']
-  assert result.values == {'fid': {'hat_ebm': [10.0, 12.0], 'generator': [20.0, 21.0]}}
-  assert (result.step, result.data, result.mean('fid', 'hat_ebm')) == (7, {'fid': 3.5}, 11.0)
-  record = dict(hat_ebm=11.0, hat_ebm_runs=[10.0, 12.0], data=3.5)
-  assert result_lib.from_record(record).values == {'fid': {'hat_ebm': [10.0, 12.0]}}
-  assert result_lib.from_record({'noise': 0.9}) is None  # an OOD stage's AUROCs
+  path = tmp_path / 'fid.json'
+  path.write_text(json.dumps(old))
+  with pytest.raises(ValueError) as e:
+    result_lib.read(str(path))
+  assert str(e.value) == (f'{path}: an evaluation result without a schema (one list of FIDs per '
+                          'method, as written before schema 2): run evaluate_fid.py on its '
+                          'workdir again')
+  # a record of one (FIDs and their means) holds no evaluation, nor does an OOD stage's
+  assert result_lib.from_record(dict(hat_ebm=11.0, hat_ebm_runs=[10.0, 12.0], data=3.5)) is None
+  assert result_lib.from_record({'noise': 0.9}) is None
   with pytest.raises(ValueError, match='schema 3'):
     result_lib.EvalResult.from_json(dict(schema=3))
   # The committed digits reproduction: every FID of its records read as the runner stored it.
@@ -193,8 +196,7 @@ def test_the_first_version_of_fid_json_and_its_records_are_read():
   for name, record in stages.items():
     evaluation = result_lib.from_record(record.get('result'))
     for method in evaluation.methods if evaluation else ():
-      stored = record['result']
-      runs = stored['values']['fid'][method] if 'schema' in stored else stored[f'{method}_runs']
+      runs = record['result']['values']['fid'][method]
       assert evaluation.mean('fid', method) == pytest.approx(sum(runs) / len(runs))
       read.add(name)
   # every stage whose record rests on its own fid.json is read as an evaluation, and no other
@@ -220,9 +222,9 @@ def test_report_tables_show_every_metric_of_the_results():
   hat = [c.strip() for c in lines[4].split('|')[1:-1]]
   assert hat[1] == '13.00 ± 2.83' and hat[3] == '0.13 ± 0.03'
   assert rows[0]['others']['kid']['mean'] == pytest.approx(0.13)
-  # Records of the first version hold FIDs only: no column for what they lack.
-  legacy = {'synthesis_s0': {'result': dict(hat_ebm=11.0, hat_ebm_runs=[10.0, 12.0], data=3.0)}}
-  lines, _ = tables.synthesis_table(legacy, 'digits', [0], [('synthesis', 'digits_synth')])
+  # Results of FIDs alone: no column for what they lack.
+  alone = {'synthesis_s0': {'result': fid_result(hat_ebm=[10.0, 12.0])}}
+  lines, _ = tables.synthesis_table(alone, 'digits', [0], [('synthesis', 'digits_synth')])
   assert 'KID' not in lines[2] and '| 11.00 | 1.41 |' in lines[4]
 
 

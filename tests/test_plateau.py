@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from conftest import REPO
+from conftest import REPO, fid_result
 from tf_hat_ebm.reproduction import plateau
 from tf_hat_ebm.reproduction import tables
 
@@ -127,11 +127,11 @@ def test_two_checkpoints_read_a_trend_from_the_sample_sets_noise_and_skip_what_i
 def test_the_table_reads_each_runs_end_window_from_its_seeds_window_stage():
   records = {'synthesis_s0': record([10.0, 10.2], [10.0, 10.4], step=9000),
              'window_s0': {'result': {
-                 f'window_s0/synthesis_s0_w{i}.json': {'step': step, 'hat_ebm_runs': runs}
+                 f'window_s0/synthesis_s0_w{i}.json': fid_result(step, hat_ebm=runs)
                  for i, (step, runs) in enumerate(STEADY, 1)}}}
-  records['window_s0']['result']['window_s0/sngan_s0_w2.json'] = {
-      'step': 2200, 'generator_runs': [9.0, 9.0]}
-  records['synthesis_s0']['result']['plateau']['step'] = 6000
+  records['window_s0']['result']['window_s0/sngan_s0_w2.json'] = fid_result(
+      2200, generator=[9.0, 9.0])
+  records['synthesis_s0']['plateau']['step'] = 6000
   assert [s for s, _ in tables.end_window(records, 0, 'synthesis_s0', 'hat_ebm')] == [
       7500, 8000, 8500]
   lines, out = tables.plateau_table(records, [0])
@@ -200,10 +200,10 @@ def test_the_committed_reports_unstable_arms_read_unstable_and_the_refinement_st
 def record(end_runs, mid_runs=None, step=2000, key='hat_ebm', failed=False):
   if failed:
     return dict(failed=True, step=step - 700)
-  result = {key: sum(end_runs) / len(end_runs), f'{key}_runs': end_runs}
+  done = dict(result=fid_result(**{key: end_runs}), step=step)
   if mid_runs:
-    result['plateau'] = {'step': 1333, 'end_step': step, f'{key}_runs': mid_runs}
-  return dict(result=result, step=step)
+    done['plateau'] = fid_result(1333, **{key: mid_runs})
+  return done
 
 
 def test_the_report_prints_steps_the_rules_numbers_and_a_verdict_per_arm():

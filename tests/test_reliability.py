@@ -32,7 +32,7 @@ from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.keras_compat import keras
 from tpu_utils.strategy import check_batch_split
 
-from conftest import REPO, run_command, tiny
+from conftest import REPO, fid_result, run_command, tiny
 
 TINY = ['--config.model.hat_width=8', '--config.model.gen_width=8', '--config.model.z_dim=4',
         '--config.langevin.steps=2', '--config.sampling.steps=2',
@@ -814,9 +814,10 @@ def test_text_from_a_workdir_stays_inert_in_the_model_card(trained_workdir, tmp_
   config = json.loads((workdir / 'config.json').read_text())
   config['name'] = '## Measured [ok](http://e.vil) <img src=x onerror=alert(1)> | x |'
   (workdir / 'config.json').write_text(json.dumps(config))
-  (workdir / 'fid.json').write_text(json.dumps({
-      'feature_net': '<script>x</script>\n\nMeasured (forged):\n- FID 0.01', 'step': 'now',
-      'num_samples': 7, 'fid\n## Measured': [1.5, 2.5], 'forged': ['x'], 'nan': [None]}))
+  method = 'fid\n## Measured'
+  (workdir / 'fid.json').write_text(json.dumps(dict(
+      fid_result(**{method: [1.5, 2.5], 'nan': [float('nan'), 1.0]}), step='now', num_samples=7,
+      feature_net='<script>x</script>\n\nMeasured (forged):\n- FID 0.01')))
   (workdir / 'ood.json').write_text(json.dumps({'sets': {'a': {'auroc': 'high'}, 'b': 3},
                                                 'in_distribution': None}))
   card = export.build_module(trained_run.load_run(str(workdir))).asset_texts['README.md']
@@ -829,7 +830,7 @@ def test_text_from_a_workdir_stays_inert_in_the_model_card(trained_workdir, tmp_
   assert '<' not in card.split('## Calling it')[0].replace('\\<', '')  # no live HTML
   assert '- FID fid \\#\\# Measured (\\<script\\>x\\<\\/script\\> Measured' in card
   fids = [line for line in lines if line.startswith('- FID')]
-  assert len(fids) == 1 and fids[0].endswith(': 2.00 ± 0.71')  # lists of non-numbers left out
+  assert len(fids) == 1 and fids[0].endswith(': 2.00 ± 0.71')  # sets not all finite left out
   assert '- OOD AUROC, a vs None (step None): ?' in card
 
 

@@ -7,14 +7,12 @@ from tf_hat_ebm.reproduction import paper
 from tf_hat_ebm.reproduction import stages as stages_lib
 from tf_hat_ebm.reproduction import tables
 
+from conftest import fid_result
+
 
 def fid_record(**methods):
-  """A done record of a FID stage: per method its runs (the mean is what the pipeline keeps)."""
-  result = {}
-  for method, runs in methods.items():
-    result[method] = sum(runs) / len(runs)
-    result[f'{method}_runs'] = list(runs)
-  return {'result': result}
+  """A done record of a FID stage: per method the FID of each sample set."""
+  return {'result': fid_result(**methods)}
 
 
 def records_for(seeds, shift=0.0, prefixes=('',)):

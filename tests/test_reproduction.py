@@ -19,6 +19,8 @@ from tf_hat_ebm.reproduction import report as report_lib
 from tf_hat_ebm.reproduction import runner as runner_lib
 from tf_hat_ebm.reproduction import stages as stages_lib
 
+from conftest import fid_result
+
 
 def options(tmp_path, **kwargs):
   return stages_lib.Options(out=str(tmp_path), **kwargs)
@@ -267,11 +269,10 @@ class FakeScripts:
       open(os.path.join(workdir, 'checkpoints', f'ckpt-{self.reach}.index'), 'w').close()
     elif self.codes.get(key, 0) == 0 and script == 'evaluate_fid.py' and 'output' in flags:
       with open(os.path.join(self.out, flags['output']), 'w') as f:  # an earlier checkpoint's
-        json.dump(dict(step=int(flags['checkpoint'].rsplit('-', 1)[1]), hat_ebm=[12.0, 13.0]), f)
+        json.dump(fid_result(int(flags['checkpoint'].rsplit('-', 1)[1]), hat_ebm=[12.0, 13.0]), f)
     elif self.codes.get(key, 0) == 0 and script == 'evaluate_fid.py':
       with open(os.path.join(workdir, 'fid.json'), 'w') as f:
-        json.dump(dict(step=self.reach, hat_ebm=[10.0, 12.0], generator=[20.0, 20.0],
-                       data_test_vs_train=3.0), f)
+        json.dump(fid_result(self.reach, 3.0, hat_ebm=[10.0, 12.0], generator=[20.0, 20.0]), f)
     elif self.codes.get(key, 0) == 0 and script == 'evaluate_ood.py':
       with open(os.path.join(workdir, 'ood.json'), 'w') as f:
         json.dump(dict(sets=dict(noise=dict(auroc=0.9))), f)
@@ -308,7 +309,7 @@ def test_a_stage_is_done_only_when_training_reached_its_step_and_evaluation_fini
   fake = FakeScripts(str(tmp_path), reach=4)
   records = run(o, fake)
   record = records['synthesis_s0']
-  evaluation = result_lib.from_record(record['result'])  # fid.json of version 1, read
+  evaluation = result_lib.from_record(record['result'])
   assert evaluation.mean('fid', 'hat_ebm') == 11.0
   assert evaluation.sets('fid', 'hat_ebm') == [10.0, 12.0] and evaluation.data == {'fid': 3.0}
   assert (record['scale'], record['size'], record['step'], record['num_steps']) == (
@@ -321,8 +322,8 @@ def test_a_stage_is_done_only_when_training_reached_its_step_and_evaluation_fini
   earlier = result_lib.from_record(record['plateau'])  # fid_plateau.json, typed
   assert (earlier.step, earlier.sets('fid', 'hat_ebm')) == (6000, [12.0, 13.0])
   assert record['exits'][0]['command'].startswith('python experiments/train_synthesis.py')
-  with open(tmp_path / 'synthesis_s0' / 'done.json') as f:
-    assert json.load(f) == record
+  with open(tmp_path / 'synthesis_s0' / 'done.json') as f:  # the record, its numbers left out
+    assert json.load(f) == {k: v for k, v in record.items() if k not in ('result', 'plateau')}
   # Done: nothing runs again.
   again = FakeScripts(str(tmp_path))
   assert run(o, again) == records and again.calls == []
@@ -475,7 +476,7 @@ def test_ablation_arm_counts_a_guard_stop_but_not_another_failure(tmp_path):
   # Recorded: nothing runs again; its file edited is refused.
   again = FakeScripts(str(tmp_path))
   assert run(o, again, arms)['current_s0'] == record and again.calls == []
-  (tmp_path / 'current_s0' / 'fid.json').write_text('{"step": 3, "hat_ebm": [1.0, 1.0]}')
+  (tmp_path / 'current_s0' / 'fid.json').write_text(json.dumps(fid_result(3, hat_ebm=[1.0, 1.0])))
   with pytest.raises(runner_lib.StageError, match='current_s0: .*fid.json is not the file'):
     run(o, FakeScripts(str(tmp_path)), arms)
   # Its rescore failing is a failure of the stage.
@@ -616,10 +617,8 @@ def made_up(fids, failed=(), scale='digits'):
   records = {}
   for prefix, rows in fids.items():
     for seed, methods in enumerate(rows):
-      result = {m: sum(runs) / len(runs) for m, runs in methods.items()}
-      result.update({f'{m}_runs': list(runs) for m, runs in methods.items()})
-      records[f'{prefix}_s{seed}'] = dict(result=result, commands=['cmd'], seconds=1.0,
-                                          scale=scale)
+      records[f'{prefix}_s{seed}'] = dict(result=fid_result(**methods), commands=['cmd'],
+                                          seconds=1.0, scale=scale)
   records.update({name: dict(failed=True, guard='runaway at step 5', commands=['cmd'])
                   for name in failed})
   return records
@@ -715,7 +714,7 @@ def test_paper_report_of_one_seed_with_three_fid_runs_prints_the_evaluation_std(
                                                ddls=[14.5, 14.6, 14.7])],
       'current': [dict(hat_ebm=[25.0, 25.0, 25.0])], 'coop_bn': [dict(hat_ebm=[30.0, 31, 32])],
   }, scale='paper', failed=('coop_bn_s0',))
-  records['sngan_release'] = dict(result=dict(generator=18.6, generator_runs=[18.5, 18.7]),
+  records['sngan_release'] = dict(result=fid_result(generator=[18.5, 18.7]),
                                   commands=['cmd'], seconds=1.0)
   records['synthesis_s0']['computed_in'] = 'float32'
   o = options(tmp_path, scale='paper', seeds=(0,), release_sngan='/rel')

@@ -108,56 +108,65 @@ def edited(result, **values):
   return result
 
 
-def test_a_hand_edited_record_or_result_is_refused_and_numbers_come_from_their_file(tmp_path):
+def test_a_record_points_at_its_result_files_and_its_numbers_come_from_them(tmp_path):
   o = options(tmp_path, seeds=(0,), parts=('synthesis',), jobs='1')
-  run(o, Scripts(str(tmp_path)))
+  record = run(o, Scripts(str(tmp_path)))['synthesis_s0']
   path = tmp_path / 'synthesis_s0' / 'done.json'
+  fid, earlier = (tmp_path / 'synthesis_s0' / n for n in ('fid.json', plan.PLATEAU_FID))
   done = json.loads(path.read_text())
-  assert done['files']['synthesis_s0/fid.json'] == records_lib.file_sha256(
-      str(tmp_path / 'synthesis_s0' / 'fid.json'))
-  fid = tmp_path / 'synthesis_s0' / 'fid.json'
-  assert done['result'] == json.loads(fid.read_text()) and (
-      done['result']['schema'] == result_lib.SCHEMA)  # the typed result fid.json holds
-  # Table 2 would print 0.01 and "-100%": the record no longer says what fid.json holds; nor
-  # does a record of another checkpoint's scores.
-  # The plateau rule's checkpoint's result the same (fid_plateau.json).
-  for changed in (dict(result=edited(done['result'], hat_ebm=[0.01, 0.01])),
-                  dict(result=dict(done['result'], step=2)),
-                  dict(plateau=edited(done['plateau'], hat_ebm=[0.01, 0.01]))):
-    path.write_text(json.dumps(dict(done, **changed)))
-    with pytest.raises(runner_lib.StageError, match=r'stage synthesis_s0: the result in .*done'
-                       r'.json is not what its files hold \(synthesis_s0/fid.json, '
-                       r'synthesis_s0/fid_plateau.json; edited\?\)'):
-      run(o, Scripts(str(tmp_path)))
+  # done.json holds the files' sha256, never their numbers; the record read holds those numbers
+  assert 'result' not in done and 'plateau' not in done
+  for file in (fid, earlier):
+    assert done['files'][f'synthesis_s0/{file.name}'] == records_lib.file_sha256(str(file))
+  assert (record['result'], record['plateau']) == (json.loads(fid.read_text()),
+                                                   json.loads(earlier.read_text()))
+  # A copy of the numbers in a record (as the runner wrote them before), edited: never read.
+  path.write_text(json.dumps(dict(done, result=edited(record['result'], hat_ebm=[0.01, 0.01]),
+                                  plateau=edited(record['plateau'], hat_ebm=[0.01, 0.01]))))
+  scripts = Scripts(str(tmp_path))
+  again = run(o, scripts)['synthesis_s0']
+  assert scripts.calls == [] and hat_ebm_fid(again) == 11.0 and again == record
+  # Table 2 would print 0.01 and "-100%": a result file edited is refused.
   path.write_text(json.dumps(done))
-  assert hat_ebm_fid(run(o, Scripts(str(tmp_path)))['synthesis_s0']) == 11.0
   fid.write_text(json.dumps(edited(json.loads(fid.read_text()), hat_ebm=[0.01, 0.01])))
   with pytest.raises(runner_lib.StageError, match='synthesis_s0/fid.json changed since .*done.json'
                      ' was written'):
     run(o, Scripts(str(tmp_path)))
 
 
-def test_a_record_and_fid_json_of_the_first_version_are_read_and_checked_as_typed(tmp_path):
+def test_records_of_the_runner_before_are_accepted_and_reported_the_same(tmp_path):
+  """A reproduction begun by the runner that copied each result into its record is finished by
+  this one: its records are read, no stage runs again, and the report is the same."""
+  o = options(tmp_path, seeds=(0,), parts=('synthesis', 'ood'), jobs='1')
+  say = lambda *a, **k: None  # noqa: E731
+  records = pipeline.reproduce(o, run_command=Scripts(str(tmp_path)), print_fn=say)
+  report = {n: (tmp_path / n).read_text() for n in ('report.md', 'report.json')}
+  for name, record in records.items():  # as that runner wrote them: every number copied in
+    path = tmp_path / name / 'done.json'
+    assert 'result' not in json.loads(path.read_text()) and 'result' in record
+    path.write_text(json.dumps(record, indent=2))
+  for name in report:
+    (tmp_path / name).unlink()
+  scripts = Scripts(str(tmp_path))
+  assert pipeline.reproduce(o, run_command=scripts, print_fn=say) == records
+  assert scripts.calls == []
+  assert {n: (tmp_path / n).read_text() for n in report} == report
+
+
+def test_a_fid_json_without_a_schema_is_one_line_saying_to_evaluate_again(tmp_path):
   o = options(tmp_path, seeds=(0,), parts=('synthesis',), jobs='1')
   run(o, Scripts(str(tmp_path)))
   path, fid = (tmp_path / 'synthesis_s0' / n for n in ('done.json', 'fid.json'))
-  # As the runner wrote them before results were typed: {method: [FIDs]}, {method: mean, ...}.
+  # As evaluate_fid.py wrote it before the schema: {method: [FIDs]}.
   fid.write_text(json.dumps(dict(hat_ebm=[10.0, 12.0], generator=[20.0, 20.0],
                                  data_test_vs_train=3.0, step=4)))
   done = json.loads(path.read_text())
   done['files']['synthesis_s0/fid.json'] = records_lib.file_sha256(str(fid))
-  first = dict(hat_ebm=11.0, hat_ebm_runs=[10.0, 12.0], generator=20.0,
-               generator_runs=[20.0, 20.0], data=3.0)
-  path.write_text(json.dumps(dict(done, result=first)))
-  scripts = Scripts(str(tmp_path))
-  record = run(o, scripts)['synthesis_s0']
-  assert scripts.calls == [] and record['result'] == result_lib.read(str(fid)).to_json()
-  assert hat_ebm_fid(record) == 11.0
-  for result in (dict(first, hat_ebm_runs=[0.01, 0.01]), dict(first, data=0.5)):
-    path.write_text(json.dumps(dict(done, result=result)))
-    with pytest.raises(runner_lib.StageError, match='the result in .*done.json is not what its '
-                       'files hold'):
-      run(o, Scripts(str(tmp_path)))
+  path.write_text(json.dumps(done))
+  with pytest.raises(runner_lib.StageError, match=(
+      r'^stage synthesis_s0: cannot read its result again \(.*/synthesis_s0/fid.json: an '
+      r'evaluation result without a schema \(.*\): run evaluate_fid.py on its workdir again\)')):
+    run(o, Scripts(str(tmp_path)))
 
 
 @pytest.mark.parametrize('deleted, message', [

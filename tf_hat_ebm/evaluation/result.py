@@ -3,8 +3,8 @@
 `EvalResult` is what tf-hat-ebm-evaluate-fid writes as <workdir>/fid.json and tf-hat-ebm-compare
 as scores.json, and what the model card, TensorBoard and the reproduction read; the schema is in
 docs/usage.md. Each metric names its label and decimals in the file, so a reader shows a value
-by its metric, never by its shape. Files written before the schema (version 1: one list of FIDs
-per method) and the reproduction's records of them are read as version 1. Pure Python.
+by its metric, never by its shape. A file of before the schema (one list of FIDs per method) is
+refused in one line: evaluate_fid.py writes it anew. Pure Python.
 """
 import dataclasses
 import json
@@ -79,14 +79,15 @@ class EvalResult:
 
   @classmethod
   def from_json(cls, saved):
-    """The result of a JSON object of either version (a ValueError for anything else)."""
+    """The result of a JSON object of this schema (a ValueError for anything else)."""
     if not isinstance(saved, dict):
       raise ValueError(f'an evaluation result is a JSON object, not {type(saved).__name__}')
     if 'schema' not in saved:
-      return _version1(saved)
+      raise ValueError('an evaluation result without a schema (one list of FIDs per method, '
+                       'as written before schema 2): run evaluate_fid.py on its workdir again')
     if saved['schema'] != SCHEMA:
       raise ValueError(f'an evaluation result of schema {saved["schema"]!r}; this version reads '
-                       f'schema {SCHEMA} and files without a schema')
+                       f'schema {SCHEMA}')
     fields = {f.name for f in dataclasses.fields(cls)}
     for field in ('methods', 'metrics', 'values'):  # empty when none was scored (compare)
       if not isinstance(saved.get(field), dict):
@@ -117,42 +118,10 @@ def _metric(saved, key='?'):
   return metric
 
 
-def _numbers(value):
-  return (isinstance(value, list) and bool(value) and all(
-      isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-      for v in value))
-
-
-def _version1(saved):
-  """fid.json before the schema ({method: [FID per set]}, data_test_vs_train) or the
-  reproduction's record of it ({method: mean FID, method_runs: [FID per set], data})."""
-  record = any(k.endswith('_runs') for k in saved) or 'data' in saved
-  fids = {}
-  for key, value in saved.items():
-    if not record and _numbers(value):
-      fids[key] = value
-    elif record and key.endswith('_runs') and _numbers(value):
-      fids[key[:-len('_runs')]] = value
-    elif record and key != 'data' and f'{key}_runs' not in saved and _numbers([value]):
-      fids[key] = [value]  # a mean without its sets: one value
-  data = saved.get('data' if record else 'data_test_vs_train')
-  step = saved.get('step')
-  return EvalResult(
-      methods={k: k for k in fids}, metrics={'fid': FID}, values={'fid': fids},
-      data={'fid': data} if _numbers([data]) else {},
-      step=step if isinstance(step, int) else None,
-      num_samples=saved.get('num_samples') if isinstance(saved.get('num_samples'), int) else None,
-      runs=saved.get('runs') if isinstance(saved.get('runs'), int) else None,
-      feature_net=str(saved.get('feature_net') or ''),
-      feature_description=str(saved.get('feature_description') or ''),
-      reference=str(saved.get('reference') or ''))
-
-
 def from_record(result):
   """The EvalResult a reproduction stage's record holds, or None for another result (an OOD
   stage's {set: AUROC})."""
-  if not isinstance(result, dict) or not (
-      'schema' in result or 'data' in result or any(k.endswith('_runs') for k in result)):
+  if not isinstance(result, dict) or 'schema' not in result:
     return None
   return EvalResult.from_json(result)
 
@@ -178,6 +147,10 @@ def check_comparable(results):
 
 
 def read(path):
-  """The result in a local JSON file (either version)."""
+  """The result in a local JSON file; a ValueError naming the file when it holds none."""
   with open(path) as f:
-    return EvalResult.from_json(json.load(f))
+    saved = json.load(f)
+  try:
+    return EvalResult.from_json(saved)
+  except ValueError as e:
+    raise ValueError(f'{path}: {e}') from None

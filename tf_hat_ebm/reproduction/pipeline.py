@@ -16,6 +16,7 @@ from tf_hat_ebm import outputs
 from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.errors import one_line
 from tf_hat_ebm.reproduction import plan
+from tf_hat_ebm.reproduction import records as records_lib
 from tf_hat_ebm.reproduction import report as report_lib
 from tf_hat_ebm.reproduction import runner as runner_lib
 from tf_hat_ebm.reproduction import stages as stages_lib
@@ -305,8 +306,15 @@ def non_finite(value, where=''):
 def write_report(records, options, stages):
   """report.md, report.json, figures/ and the markdown in TensorBoard's text tab: all or none."""
   out, seed = options.out, options.seeds[0]
+  by_name = {s.name: s for s in stages}
   for name, record in sorted(records.items()):
     field = non_finite(record, '')
+    if field and field.split('.')[0] in records_lib.NUMBERS and name in by_name:
+      # Its numbers are its result files' (written without NaN by the scripts): one was not.
+      files = by_name[name].result_files(lambda f: os.path.exists(os.path.join(out, f)))
+      raise ValueError(f'stage {name}: field {field} of its result '
+                       f'({", ".join(os.path.join(out, f) for f in files)}) is not a finite '
+                       'number; delete that file to evaluate the stage again (no report written)')
     if field:  # a record is written without NaN (result_files.write_json): this one was edited
       raise ValueError(f'{os.path.join(out, name, "done.json")}: field {field} is not a finite '
                        f'number; delete that file to evaluate stage {name} again (no report '

@@ -1,11 +1,12 @@
 """A stage's record against the files in --out: pure checks over files and records, no TensorFlow.
 
 A stage is done when its record <out>/<stage>/done.json exists and agrees with its workdir. It
-holds the step, the sha256 of config.json and of every file its numbers were read from (fid.json,
-...) or that it read from other stages (the calibration's samples); the numbers reported are read
-again from those files. A record that disagrees with its workdir is re-evaluated when the workdir
-is only further on (trained on: scored again at its new step, and the figures drawn again from
-that checkpoint) or its result file is missing, and refused in one line otherwise. Records of
+holds the step, the sha256 of config.json and of every file its numbers are read from (fid.json,
+...) or that it read from other stages (the calibration's samples): it points at its numbers,
+never copies them, and they are read from those files on every run (an older record's copies
+are ignored). A record that disagrees with its workdir is re-evaluated when the workdir is only
+further on (trained on: scored again at its new step, and the figures drawn again from that
+checkpoint) or its result file is missing, and refused in one line otherwise. Records of
 another scale, size or command line are refused.
 """
 import hashlib
@@ -160,39 +161,13 @@ def read_record(path, stage, options):
   return record
 
 
-def _same_json(a, b):
-  return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+# A record's numbers, read from its files (Disk.with_numbers): never written into done.json.
+NUMBERS = ('result', 'plateau')
 
 
-def same_result(stage, recorded, read):
-  """Whether a record's result is the one its files hold: an evaluation's as typed results (their
-  canonical JSON; a record of version 1 held only the values), any other as JSON."""
-  if not stage.result.typed:
-    return _same_json(recorded, read)
-  try:
-    theirs = result_lib.from_record(recorded)
-  except ValueError:
-    return False
-  ours = result_lib.EvalResult.from_json(read)
-  if theirs is None:
-    return False
-  if 'schema' not in recorded:
-    theirs, ours = ({'values': r.values, 'data': r.data} for r in (theirs, ours))
-  else:
-    theirs, ours = theirs.to_json(), ours.to_json()
-  return _same_json(theirs, ours)
-
-
-def same_plateau(recorded, read):
-  """Whether a record's plateau checkpoint result is the one its fid_plateau.json holds (a
-  record from before the rule has none: it is read from the file)."""
-  if recorded is None:
-    return True
-  try:
-    theirs = result_lib.EvalResult.from_json(recorded).to_json()
-  except ValueError:
-    return False
-  return read is not None and _same_json(theirs, read)
+def stored(record):
+  """A record as done.json holds it: its files' sha256 in place of the numbers read from them."""
+  return {k: v for k, v in record.items() if k not in NUMBERS}
 
 
 def result_line(record):
@@ -304,13 +279,17 @@ class Disk:
     """{file: sha256} of what the record rests on: config.json, its result files, its inputs."""
     return {f: file_sha256(self.path(f)) for f in stage.record_files(self.exists)}
 
-  def with_numbers(self, stage, record):
-    """`record` with its result (and plateau checkpoint's) and the files they rest on."""
+  def with_numbers(self, stage, record, files=None):
+    """`record` with its result (and plateau checkpoint's) read from their files, then the files
+    they rest on (`files`: those it was checked against; default their sha256 now). In a fresh
+    record's order however it was read: the report of either is the same."""
+    for key in NUMBERS + ('files',):
+      record.pop(key, None)
     record['result'] = self.result(stage)
     earlier = self.plateau(stage)
     if earlier is not None:
       record['plateau'] = earlier
-    record['files'] = self.record_files(stage)
+    record['files'] = self.record_files(stage) if files is None else files
     return record
 
   # ---- a record against its workdir -----------------------------------------------------------
@@ -323,7 +302,7 @@ class Disk:
       redo = self.verify_training(stage, record, where)
       if redo is None and record.get('files'):
         self.check_files_unchanged(stage, record['files'], where)
-        return self.reread(stage, record, where)
+        return self.reread(stage, record)
       return redo
     again = set(stage.after) & pending
     if again and stage.kind.slots:  # the runs scored again
@@ -337,7 +316,7 @@ class Disk:
       redo = self.verify_files(stage, record.get('files'), where)
     if redo is None:
       redo = self.verify_outputs(stage, record)
-    return redo if redo is not None else self.reread(stage, record, where)
+    return redo if redo is not None else self.reread(stage, record)
 
   def check_files_unchanged(self, stage, files, where):
     for name, sha in sorted(files.items()):
@@ -419,20 +398,13 @@ class Disk:
                   f'trained on from step {record["step"]} to {step}: scored again')
     return None
 
-  def reread(self, stage, record, where):
-    """The record's numbers are those its files hold now (a hand-edited record is refused)."""
+  def reread(self, stage, record):
+    """The record's numbers, read from the files whose sha256 it holds (checked by now); a
+    copy an older record holds is replaced, never compared."""
     try:
-      result, earlier = self.result(stage), self.plateau(stage)
+      self.with_numbers(stage, record, record.get('files'))
     except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError, AttributeError) as e:
       raise StageError(f'stage {stage.name}: cannot read its result again '
                        f'({one_line(e)}): delete {self.path(stage.name)} to rerun the '
                        'stage') from None
-    if not (same_result(stage, record.get('result'), result)
-            and same_plateau(record.get('plateau'), earlier)):
-      raise StageError(f'stage {stage.name}: the result in {where} is not what its files hold '
-                       f'({", ".join(stage.result_files(self.exists))}; edited?): delete '
-                       f'{where} to read the stage again')
-    record['result'] = result  # as its files hold it: an older record's numbers, typed
-    if earlier is not None:
-      record['plateau'] = earlier
     return None

@@ -306,10 +306,11 @@ class Runner:
     return hms(remaining * ratio / self.jobs)
 
   def work(self, stage, side_by_side):
-    """A stage run in a scheduler's thread: its record, written as done.json."""
+    """A stage run in a scheduler's thread: its record, written as done.json (pointing at its
+    result files by sha256; the record returned holds their numbers)."""
     record = self.run_stage(stage, side_by_side)
     if record is not None:
-      write_json(self.path(stage.name, 'done.json'), record)
+      write_json(self.path(stage.name, 'done.json'), records_lib.stored(record))
       outputs.remove(self.path(stage.name, 'attempt.json'))
     return record
 

@@ -704,10 +704,7 @@ def seed_rules(records, prefix, key, seeds):
   for seed in seeds:
     name = stage_name(records, prefix, seed)
     record = records.get(name, {})
-    result = record.get('result') or {}
-    # the plateau checkpoint's result beside the record's (inside it in earlier records)
-    end, earlier = (result_lib.from_record(r) for r in (
-        result, record.get('plateau') or result.get('plateau')))
+    end, earlier = (result_lib.from_record(record.get(k)) for k in ('result', 'plateau'))
     end_step = end.step if end and end.step is not None else record.get('step')
     steps.add(record.get('step'))
     per_seed.append(dict(plateau.rule(
