@@ -94,7 +94,7 @@ def row(out, seed, record):
     warm = diffs[-1][0] * FLAGS.warmup
     r['final_energy_diff'] = diffs[-1][1]
     r['max_abs_energy_diff_after_warmup'] = max(abs(v) for s, v in diffs if s >= warm)
-  from tf_hat_ebm.evaluation import result as result_lib  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm import results as result_lib  # pylint: disable=g-import-not-at-top
   evaluation = result_lib.from_record(record.get('result'))
   for metric in evaluation.metrics if evaluation else ():
     for method in (m for m in evaluation.methods if evaluation.sets(metric, m)):

@@ -23,7 +23,7 @@ import tensorflow as tf  # noqa: E402
 from tf_hat_ebm import cli  # noqa: E402
 from tf_hat_ebm import config as config_lib  # noqa: E402
 from tf_hat_ebm import registry  # noqa: E402
-from tf_hat_ebm.evaluation import result as result_lib  # noqa: E402
+from tf_hat_ebm import results as result_lib  # noqa: E402
 from tpu_utils import use_logical_cpus  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -14,7 +14,7 @@ from tf_hat_ebm.evaluation import evaluate
 from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
 from tf_hat_ebm.evaluation import metrics
-from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm import results as result_lib
 from tf_hat_ebm.reproduction import report
 from tf_hat_ebm.reproduction import stages
 from tf_hat_ebm.reproduction import tables

@@ -163,7 +163,7 @@ def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved
 def test_evaluate_fid_on_a_refinement_run_scores_sngan_ddls_and_hat_ebm(tmp_path):
   """Table 2 in one command: G(Z0), DDLS and the Hat EBM with the same feature network."""
   from conftest import run_command, train_tiny_refinement  # pylint: disable=g-import-not-at-top
-  from tf_hat_ebm.evaluation import result as result_lib  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm import results as result_lib  # pylint: disable=g-import-not-at-top
   gan_dir, run_dir, cache = (str(tmp_path / d) for d in ('sngan', 'refine', 'cache'))
   config = train_tiny_refinement(gan_dir, run_dir)
 

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm import results as result_lib
 
 from conftest import REPO
 

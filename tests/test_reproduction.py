@@ -12,7 +12,7 @@ import pytest
 
 from tf_hat_ebm import config as config_lib
 from tf_hat_ebm import interrupts
-from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm import results as result_lib
 from tf_hat_ebm.reproduction import pipeline
 from tf_hat_ebm.reproduction import plan
 from tf_hat_ebm.reproduction import report as report_lib

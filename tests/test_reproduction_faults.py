@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm import results as result_lib
 from tf_hat_ebm.reproduction import children
 
 from conftest import REPO

@@ -14,7 +14,7 @@ from tf_hat_ebm.reproduction import stages as stages_lib
 # the record agrees, then a hand-edited fid.json is refused.
 CHECK_WITHOUT_TENSORFLOW = r'''
 import json, os, sys
-from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm import results as result_lib
 from tf_hat_ebm.reproduction import plan, records, scheduler, stages
 out = sys.argv[1]
 o = stages.Options(out=out, seeds=(0,), parts=('synthesis',), size='tiny')

@@ -8,7 +8,7 @@ import pytest
 
 from tf_hat_ebm import release_import
 from tf_hat_ebm import result_files
-from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm import results as result_lib
 from tf_hat_ebm.reproduction import pipeline
 from tf_hat_ebm.reproduction import plan
 from tf_hat_ebm.reproduction import records as records_lib

@@ -216,7 +216,7 @@ def test_folder_data_scores_on_named_features_and_refuses_to_mix_them(
   first = save_projection(tmp_path / 'first')
   result = run_command('evaluate_fid.py', *flags, f'--features={first}')
   assert result.returncode == 0, result.stderr
-  from tf_hat_ebm.evaluation import result as result_lib  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm import results as result_lib  # pylint: disable=g-import-not-at-top
   saved = result_lib.read(output)
   assert saved.feature_net.startswith('features_') and first in saved.feature_description
   assert set(saved.values) >= {'fid', 'kid', 'precision', 'recall'}

@@ -41,7 +41,7 @@ from tf_hat_ebm import result_files
 from tf_hat_ebm import text as text_lib
 from tf_hat_ebm import trained_run
 from tf_hat_ebm import workdir as workdir_lib
-from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm import results as result_lib
 
 # num_samples is int64 (an int32 input would wrap 2**32 + 4 to 4); one call makes at most this many.
 MAX_SAMPLES = 2**31 - 1
@@ -323,7 +323,7 @@ def _measured(workdir):
 
 
 def _scores(result):
-  """A line per metric and method of an evaluation.result.EvalResult: mean ± sd over its sets."""
+  """A line per metric and method of a results.EvalResult: mean ± sd over its sets."""
   md = text_lib.markdown  # the files are data: their text is shown, never interpreted
   lines = []
   for key, metric in result.metrics.items():

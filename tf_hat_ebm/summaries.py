@@ -67,7 +67,7 @@ SCALARS = {
 
 
 def eval_scalars(result):
-  """What tf-hat-ebm-evaluate-fid logs under eval/ of an evaluation.result.EvalResult:
+  """What tf-hat-ebm-evaluate-fid logs under eval/ of a results.EvalResult:
   <metric>_<method> (the mean over its sample sets) and <metric>_data_test_vs_train."""
   values = {f'{metric}_{method}': result.mean(metric, method)
             for metric in result.metrics for method in result.methods

@@ -16,7 +16,7 @@ from tf_hat_ebm import trained_run
 from tf_hat_ebm.evaluation import evaluate
 from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
-from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm import results as result_lib
 from tf_hat_ebm.evaluation import samplers
 
 # A kind's `baselines` hook (registry.Kind.hooks): its chain starts from a frozen generator's

@@ -13,7 +13,7 @@ from tf_hat_ebm import summaries
 from tf_hat_ebm import trained_run
 from tf_hat_ebm.evaluation import fid
 from tf_hat_ebm.evaluation import metrics as metrics_lib
-from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm import results as result_lib
 from tf_hat_ebm.evaluation import samplers as samplers_lib
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from tf_hat_ebm import interrupts
 from tf_hat_ebm import progress
 from tf_hat_ebm.evaluation import fid
-from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm import results as result_lib
 
 KID_BLOCK = 1024  # TF-GAN's max_block_size: KID is the mean of its blocks' unbiased MMD^2
 K_NEAREST = 3  # Kynkaanniemi et al. 2019's k of the k-NN manifold

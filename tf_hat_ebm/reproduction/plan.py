@@ -11,7 +11,7 @@ import os
 import shlex
 from typing import Dict, List, Optional, Tuple
 
-from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm import results as result_lib
 
 # The commands the project's scripts run where no checkout's experiments/ is (a wheel).
 CONSOLE = {'train.py': 'train', 'sample.py': 'sample', 'evaluate_fid.py': 'evaluate-fid',

@@ -13,7 +13,7 @@ import sys
 
 from tf_hat_ebm import errors
 from tf_hat_ebm import files
-from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm import results as result_lib
 from tf_hat_ebm.reproduction import tables
 
 BEGIN = '<!-- numbers of docs/reproduction/digits/report.json (quote.py) -->'

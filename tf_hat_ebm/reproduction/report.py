@@ -11,7 +11,7 @@ import sys
 
 from tf_hat_ebm import errors
 from tf_hat_ebm import files
-from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm import results as result_lib
 from tf_hat_ebm.reproduction import departures
 from tf_hat_ebm.reproduction import stages as stages_lib
 from tf_hat_ebm.reproduction import tables

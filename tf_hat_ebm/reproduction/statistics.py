@@ -10,7 +10,7 @@ import math
 
 from scipy import stats as scipy_stats
 
-from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm import results as result_lib
 
 CONFIDENCE = 0.95
 HOLDS, REVERSED, UNRESOLVED = 'holds', 'reversed', 'not resolved'
@@ -20,7 +20,7 @@ def _finite(values):
   return [float(v) for v in values if v is not None and math.isfinite(v)]
 
 
-sample_std = result_lib.sample_std  # the library's one (evaluation.result): ddof 1, finite values
+sample_std = result_lib.sample_std  # the library's one (results.py): ddof 1, finite values
 
 
 def evaluation_std(runs_per_seed):

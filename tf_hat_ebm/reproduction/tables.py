@@ -1,7 +1,7 @@
 """Markdown of the reproduction's tables, with the paper's numbers beside ours (pure Python).
 
 Input: the stages' done records {stage: {'result': {...}, 'failed': bool}} as the pipeline writes
-them (stage `<prefix>_s<seed>`; an evaluation's result is an evaluation.result.EvalResult, FID
+them (stage `<prefix>_s<seed>`; an evaluation's result is a results.EvalResult, FID
 first, every other metric it holds in columns beside it). Tables are
 numbered as the paper's (paper.TABLES). At the digits scale the paper column holds the paper's
 CIFAR-10 / CelebA Inception FID for the sign and relative size of each effect only; at the paper
@@ -10,7 +10,7 @@ runs). Every table is checked to be well formed (as many cells per row as the he
 """
 import math
 
-from tf_hat_ebm.evaluation import result as result_lib
+from tf_hat_ebm import results as result_lib
 from tf_hat_ebm.reproduction import departures
 from tf_hat_ebm.reproduction import paper
 from tf_hat_ebm.reproduction import plateau
