@@ -7,9 +7,9 @@ import shutil
 import numpy as np
 import pytest
 
+from tf_hat_ebm import results as result_lib
 from tf_hat_ebm import validation
 from tf_hat_ebm.evaluation import metrics
-from tf_hat_ebm import results as result_lib
 
 from conftest import run_command
 

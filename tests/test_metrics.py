@@ -1,4 +1,4 @@
-"""The evaluation seam: every metric of metrics.METRICS on one pool of features, KID against
+"""The evaluation seam: every metric of results.METRICS on one pool of features, KID against
 TF-GAN and on real digits, the typed result written and read back (one without a schema refused)."""
 import json
 import os
@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from tf_hat_ebm import export
+from tf_hat_ebm import results as result_lib
 from tf_hat_ebm import summaries
 from tf_hat_ebm import trained_run
 from tf_hat_ebm.evaluation import evaluate
 from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
 from tf_hat_ebm.evaluation import metrics
-from tf_hat_ebm import results as result_lib
 from tf_hat_ebm.reproduction import report
 from tf_hat_ebm.reproduction import stages
 from tf_hat_ebm.reproduction import tables
@@ -93,7 +93,8 @@ def test_every_metric_scores_one_pool():
   rs = np.random.RandomState(1)
   reference, pool = rs.normal(size=[60, 4]), rs.normal(size=[40, 4])
   scores = metrics.score(reference, pool)
-  assert list(scores) == list(metrics.METRICS) == list(metrics.described())
+  assert list(scores) == list(metrics.described())  # every metric a function scores, in order
+  assert 'fid' in scores and not set(scores) & set(result_lib.metrics_where('grid'))
   assert scores['fid'] == fid.frechet_distance(reference, pool)
   assert scores['kid'] == metrics.kid(reference, pool)
 
@@ -141,7 +142,7 @@ def test_evaluate_fid_writes_the_result_it_prints_and_logs(trained_workdir, tmp_
   assert saved['schema'] == result_lib.SCHEMA == 2
   assert result_lib.EvalResult.from_json(saved).to_json() == saved  # read back unchanged
   assert list(result.methods) == ['hat_ebm', 'generator']
-  assert list(result.metrics) == list(metrics.METRICS)
+  assert list(result.metrics) == list(metrics.described())
   assert (result.step, result.checkpoint, result.seed) == (2, 'ckpt-2', 0)
   assert (result.num_samples, result.runs, result.data_size) == (20, 2, 297)
   assert result.reference == 'digits/train' and result.data_split == 'digits/test'
@@ -205,12 +206,13 @@ def test_a_fid_json_without_a_schema_is_one_line_naming_it_and_the_command(tmp_p
   assert scored and read == scored
 
 
-def test_report_tables_show_every_metric_of_the_results():
+def test_report_tables_show_the_metrics_flagged_for_the_report_and_keep_the_rest():
   def stage(hat, gen):
     return {'result': result_lib.EvalResult(
         methods={'hat_ebm': 'Hat EBM', 'generator': 'G(Z)'}, metrics=metrics.described(),
         values={'fid': {'hat_ebm': hat, 'generator': gen},
-                'kid': {'hat_ebm': [v / 100 for v in hat], 'generator': [v / 100 for v in gen]}},
+                'kid': {'hat_ebm': [v / 100 for v in hat], 'generator': [v / 100 for v in gen]},
+                'precision': {'hat_ebm': [0.5, 0.7], 'generator': [0.2, 0.4]}},
         runs=2).to_json()}
 
   records = {'synthesis_s0': stage([10.0, 12.0], [20.0, 22.0]),
@@ -222,6 +224,9 @@ def test_report_tables_show_every_metric_of_the_results():
   hat = [c.strip() for c in lines[4].split('|')[1:-1]]
   assert hat[1] == '13.00 ± 2.83' and hat[3] == '0.13 ± 0.03'
   assert rows[0]['others']['kid']['mean'] == pytest.approx(0.13)
+  # precision is not flagged for the report: in its data, never a column
+  assert not result_lib.METRICS['precision'].report and 'precision' not in lines[2]
+  assert rows[0]['others']['precision']['mean'] == pytest.approx(0.6)
   # Results of FIDs alone: no column for what they lack.
   alone = {'synthesis_s0': {'result': fid_result(hat_ebm=[10.0, 12.0])}}
   lines, _ = tables.synthesis_table(alone, 'digits', [0], [('synthesis', 'digits_synth')])

@@ -165,7 +165,7 @@ def test_the_shipped_synthesis_model_samples_scores_and_exports(tmp_path):
   result = run_command('evaluate_fid.py', f'--workdir={workdir}', '--num_samples=20', '--runs=2',
                        '--batch_size=20')
   assert result.returncode == 0, result.stderr
-  from tf_hat_ebm.evaluation import result as result_lib  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm import results as result_lib  # pylint: disable=g-import-not-at-top
   scores = result_lib.read(os.path.join(workdir, 'fid.json')).values
   assert len(scores['fid']['hat_ebm']) == 2
   assert all(np.isfinite(v) and v > 0 for v in scores['fid']['hat_ebm'])

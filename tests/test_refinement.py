@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
+from tf_hat_ebm import results
 from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm.keras_compat import keras
 from tf_hat_ebm.tasks import joint
@@ -147,14 +148,14 @@ def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved
   for method in result.methods:
     for metric in result.metrics:
       values = result.sets(metric, method)
-      assert len(values) == (1 if metric in compare.GRID_SCORES else 2)
+      assert len(values) == (1 if metric in results.metrics_where('grid') else 2)
       assert all(np.isfinite(values))
     assert result.std('fid', method) > 0.0
   # real digits are far closer to the train split than the user's untrained decoder
   assert result.data['fid'] < result.mean('fid', 'generator') / 5
   assert abs(result.data['kid']) < result.mean('kid', 'generator') / 5
   real = digits_eval.scores(digits_eval.test_digits(config.data))
-  assert {k: result.data[k] for k in compare.GRID_SCORES} == real
+  assert {k: result.data[k] for k in results.metrics_where('grid')} == real
   assert result.sets('confidence', 'hat_ebm') == [digits_eval.scores(first['hat_ebm'])[
       'confidence']]
 

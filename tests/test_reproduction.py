@@ -191,7 +191,8 @@ def test_dry_run_prints_commands_and_resolved_configs_and_writes_nothing(tmp_pat
   configs = [json.loads(p[len('# config: '):]) for p in printed if p.startswith('# config: ')]
   refine = next(c for c in configs if c['name'] == 'cifar10_refine')
   assert refine['generator']['path'] == 'sngan_s0' and refine['perf']['precision'] == 'float32'
-  assert sum('--tpu=my-tpu' in p for p in printed) == len(configs) == 13
+  trained = [s for s in stages_lib.build(options(out, scale='paper', seeds=(0,))) if s.kind.trains]
+  assert sum('--tpu=my-tpu' in p for p in printed) == len(configs) == len(trained) > 0
   assert not out.exists()
 
 

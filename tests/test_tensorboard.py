@@ -111,7 +111,7 @@ def test_the_custom_scalars_layout_shows_every_scalar_and_every_metric(logdir):
       tags |= {v.tag for v in event.summary.value
                if v.metadata.plugin_data.plugin_name == 'scalars'}
   assert 'energy/energy_diff' in tags
-  tags |= {f'eval/{m}_{method}' for m in metrics.METRICS for method in ('hat_ebm', 'generator')}
-  tags |= {f'eval/{m}_data_test_vs_train' for m in metrics.METRICS} | {'eval/ood_auroc_svhn'}
+  tags |= {f'eval/{m}_{method}' for m in metrics.described() for method in ('hat_ebm', 'generator')}
+  tags |= {f'eval/{m}_data_test_vs_train' for m in metrics.described()} | {'eval/ood_auroc_svhn'}
   patterns = [p for _, charts in summaries.LAYOUT for _, chart in charts for p in chart]
   assert sorted(t for t in tags if not any(re.search(p, t) for p in patterns)) == []

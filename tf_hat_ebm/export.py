@@ -38,10 +38,10 @@ from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
 from tf_hat_ebm import outputs
 from tf_hat_ebm import result_files
+from tf_hat_ebm import results as result_lib
 from tf_hat_ebm import text as text_lib
 from tf_hat_ebm import trained_run
 from tf_hat_ebm import workdir as workdir_lib
-from tf_hat_ebm import results as result_lib
 
 # num_samples is int64 (an int32 input would wrap 2**32 + 4 to 4); one call makes at most this many.
 MAX_SAMPLES = 2**31 - 1

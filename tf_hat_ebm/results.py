@@ -42,6 +42,45 @@ KID = Metric('KID ×10³', 2, 'lower', '10^3 x the unbiased MMD^2 with a cubic p
              'per-dimension mean and sd: ~0 for samples of the data distribution at any N')
 
 
+@dataclasses.dataclass(frozen=True)
+class Scored:
+  """A row of METRICS: how results show the metric, what scores it, and who shows it."""
+  metric: Metric
+  # 'module:function' of (reference features [n, d], sample features [m, d]) -> float, scored on
+  # every sample set (metrics.score_sets); '' for a score of the grids alone
+  function: str = ''
+  grid: bool = False  # tf-hat-ebm-compare scores each method's grid samples (digits_eval.scores)
+  report: bool = False  # a column of the reproduction report's tables (a few: they stay readable)
+
+
+# The one table of the metrics: a result's columns come in this order.
+METRICS = {
+    'fid': Scored(FID, 'tf_hat_ebm.evaluation.fid:frechet_distance', report=True),
+    'kid': Scored(KID, 'tf_hat_ebm.evaluation.metrics:kid', report=True),
+    'precision': Scored(Metric(
+        'precision', 3, 'higher', 'share of samples inside the k-NN manifold (k = 3) of the '
+        'reference features (Kynkaanniemi et al. 2019): low is samples unlike any data'),
+        'tf_hat_ebm.evaluation.metrics:precision'),
+    'recall': Scored(Metric(
+        'recall', 3, 'higher', "share of the reference inside the samples' k-NN manifold "
+        '(k = 3): low is missing modes'), 'tf_hat_ebm.evaluation.metrics:recall'),
+    'confidence': Scored(Metric(
+        'confidence', 3, 'higher', "mean max class probability of digits_eval's classifier"),
+        grid=True),
+    'digit_is': Scored(Metric(
+        'digit_is', 3, 'higher', 'exp(E KL(p(y|x) || p(y))), an Inception-Score analogue, at '
+        'most 10'), grid=True),
+    'nn_dist': Scored(Metric(
+        'nn_dist', 3, 'neither', 'mean L2 distance (8x8) to the nearest training digit: far '
+        'is no digit, near 0 is a copy'), grid=True),
+}
+
+
+def metrics_where(flag):
+  """{metric: Metric} of the METRICS rows whose `flag` ('function', 'grid', 'report') is set."""
+  return {name: row.metric for name, row in METRICS.items() if getattr(row, flag)}
+
+
 @dataclasses.dataclass
 class EvalResult:
   """Scores of every method of a run (and of the test split) against one reference."""

@@ -12,11 +12,11 @@ from tf_hat_ebm import digits_eval
 from tf_hat_ebm import figures
 from tf_hat_ebm import outputs
 from tf_hat_ebm import result_files
+from tf_hat_ebm import results as result_lib
 from tf_hat_ebm import trained_run
 from tf_hat_ebm.evaluation import evaluate
 from tf_hat_ebm.evaluation import features
 from tf_hat_ebm.evaluation import fid
-from tf_hat_ebm import results as result_lib
 from tf_hat_ebm.evaluation import samplers
 
 # A kind's `baselines` hook (registry.Kind.hooks): its chain starts from a frozen generator's
@@ -26,17 +26,6 @@ Baselines = bool
 # Panel labels of the methods, left to right in side_by_side.png.
 LABELS = {'generator': 'generator alone G(Z0)', 'ddls': 'DDLS (Langevin in z)',
           'hat_ebm': 'Hat EBM X = G(Z_K) + Y_K'}
-
-
-# digits_eval's scores of each method's grid samples (one set: no spread), beside the metrics.
-GRID_SCORES = {
-    'confidence': result_lib.Metric('confidence', 3, 'higher', 'mean max class probability of '
-                                    "digits_eval's classifier"),
-    'digit_is': result_lib.Metric('digit_is', 3, 'higher', 'exp(E KL(p(y|x) || p(y))), an '
-                                  'Inception-Score analogue, at most 10'),
-    'nn_dist': result_lib.Metric('nn_dist', 3, 'neither', 'mean L2 distance (8x8) to the '
-                                 'nearest training digit: far is no digit, near 0 is a copy'),
-}
 
 
 def digits_scores(methods, config, first, feature_net, cache_dir, fid_samples=1000, fid_runs=2,
@@ -59,7 +48,7 @@ def digits_scores(methods, config, first, feature_net, cache_dir, fid_samples=10
   grid = {name: digits_eval.scores(x) for name, x in first.items()}
   test = digits_eval.test_digits(data)
   real = digits_eval.scores(test)
-  for key, shown in GRID_SCORES.items():
+  for key, shown in result_lib.metrics_where('grid').items():  # of the grids: one set each
     result.metrics[key] = shown
     result.values[key] = {name: [scores[key]] for name, scores in grid.items()}
     result.data[key] = real[key]
@@ -72,7 +61,7 @@ def compare_run(workdir, out=None, num=100, seed=0, fid_samples=1000, fid_runs=2
   """tf-hat-ebm-compare: `num` samples of every method from the same latents Z0, as one grid
   each and side by side, into `out` (default <workdir>/compare); on the digits also the scores
   (`digits_scores`: the metrics over `fid_runs` sets of `fid_samples`; 0: none) in scores.json,
-  an evaluation result (result.EvalResult)."""
+  an evaluation result (results.EvalResult)."""
   if fid_samples == 1:
     raise ValueError('--fid_samples must be 0 (no FID) or >= 2 (a covariance needs two)')
   out_dir = out or os.path.join(workdir, 'compare')
@@ -118,7 +107,8 @@ def write_grids(samples, out_dir, what):
 def print_scores(result, net, fid_samples, fid_runs):
   if fid_samples > 0:
     print(f'{fid_runs} x {fid_samples} samples per method (mean ± sample std over the sets) '
-          f'against the train split, {net.description}; {", ".join(GRID_SCORES)}: of the grids')
+          f'against the train split, {net.description}; '
+          f'{", ".join(result_lib.metrics_where("grid"))}: of the grids')
   print('\n'.join(evaluate.table(result, first='method')))
 
 

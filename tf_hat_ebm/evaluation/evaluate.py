@@ -1,5 +1,5 @@
-"""tf-hat-ebm-evaluate-fid: every metric (metrics.METRICS) of each method a run's kind samples
-(its `samplers` hook, samplers.py) beside the test split's, as one EvalResult (result.py).
+"""tf-hat-ebm-evaluate-fid: every metric (results.METRICS) of each method a run's kind samples
+(its `samplers` hook, samplers.py) beside the test split's, as one EvalResult (results.py).
 
 Feature networks, data activations and their caches are fid.py's.
 """
@@ -9,11 +9,11 @@ from typing import Optional
 from tf_hat_ebm import outputs
 from tf_hat_ebm import registry
 from tf_hat_ebm import result_files
+from tf_hat_ebm import results as result_lib
 from tf_hat_ebm import summaries
 from tf_hat_ebm import trained_run
 from tf_hat_ebm.evaluation import fid
 from tf_hat_ebm.evaluation import metrics as metrics_lib
-from tf_hat_ebm import results as result_lib
 from tf_hat_ebm.evaluation import samplers as samplers_lib
 
 

@@ -1,9 +1,9 @@
 """The metrics of an evaluation: each scores one pool of sample features against the reference's.
 
-A metric is a function (reference activations [n, d], sample activations [m, d]) -> float and an
-entry in METRICS (its label, decimals and direction, written into every result). `score_sets`
-draws each method's pool of features once per sample set and scores it with every metric, so
-adding a metric is its function plus its entry here.
+A metric is a function (reference activations [n, d], sample activations [m, d]) -> float and a
+row of results.METRICS (its label, decimals and direction, written into every result, and where
+it is shown). `score_sets` draws each method's pool of features once per sample set and scores
+it with every metric, so adding a metric is its function plus its row there.
 """
 import time
 
@@ -11,8 +11,9 @@ import numpy as np
 
 from tf_hat_ebm import interrupts
 from tf_hat_ebm import progress
-from tf_hat_ebm.evaluation import fid
+from tf_hat_ebm import registry
 from tf_hat_ebm import results as result_lib
+from tf_hat_ebm.evaluation import fid
 
 KID_BLOCK = 1024  # TF-GAN's max_block_size: KID is the mean of its blocks' unbiased MMD^2
 K_NEAREST = 3  # Kynkaanniemi et al. 2019's k of the k-NN manifold
@@ -83,27 +84,20 @@ def recall(reference, samples):
   return manifold_share(samples, reference)
 
 
-# metric -> (function, how results show it); a result's columns come in this order.
-METRICS = {
-    'fid': (fid.frechet_distance, result_lib.FID),
-    'kid': (kid, result_lib.KID),
-    'precision': (precision, result_lib.Metric(
-        'precision', 3, 'higher', 'share of samples inside the k-NN manifold (k = 3) of the '
-        'reference features (Kynkaanniemi et al. 2019): low is samples unlike any data')),
-    'recall': (recall, result_lib.Metric(
-        'recall', 3, 'higher', "share of the reference inside the samples' k-NN manifold "
-        '(k = 3): low is missing modes')),
-}
+def scorers():
+  """{metric: its function} of every metric of results.METRICS scored on sample sets."""
+  return {name: registry.load(row.function) for name, row in result_lib.METRICS.items()
+          if row.function}
 
 
 def score(reference, pool):
   """{metric: value} of one pool of sample activations against the reference activations."""
-  return {name: float(function(reference, pool)) for name, (function, _) in METRICS.items()}
+  return {name: float(function(reference, pool)) for name, function in scorers().items()}
 
 
 def described():
-  """{metric: result.Metric} of every metric, for a result file."""
-  return {name: shown for name, (_, shown) in METRICS.items()}
+  """{metric: results.Metric} of every metric scored on sample sets, for a result file."""
+  return result_lib.metrics_where('function')
 
 
 def draw_pools(batches, feature_net, progress_bar=None):
@@ -122,7 +116,7 @@ def draw_pools(batches, feature_net, progress_bar=None):
 def score_sets(sets, feature_net, reference, runs, verbose=True, what='samples', total=None):
   """{metric: {method: [value per sample set]}}: `sets(r)` yields the {method: images} batches
   of sample set r, `total` images of each method (shown as progress over the sampling)."""
-  scores = {name: {} for name in METRICS}
+  scores = {name: {} for name in described()}
   for r in range(runs):
     if verbose:
       print(f'sample set {r + 1}/{runs}: {what}', flush=True)

@@ -15,8 +15,8 @@ import math
 import os
 import re
 
-from tf_hat_ebm.errors import one_line
 from tf_hat_ebm import results as result_lib
+from tf_hat_ebm.errors import one_line
 from tf_hat_ebm.reproduction import plan
 
 # A restorable checkpoint of a local --out (checkpoints.py's names, read without TensorFlow).

@@ -72,7 +72,7 @@ def per_seed(records, prefix, key, seeds, metric='fid'):
 
 class Measured:
   """One row's numbers: statistics.summary of its per-seed values, its stages and failures, and
-  `others`: {metric: (result.Metric, summary)} of every other metric its evaluations hold."""
+  `others`: {metric: (results.Metric, summary)} of every other metric its evaluations hold."""
 
   def __init__(self, records, prefix, key, seeds, metric='fid'):
     values, runs, self.failed = per_seed(records, prefix, key, seeds, metric)
@@ -122,11 +122,13 @@ def _heads(runs, n_seeds, what='FID'):
 
 
 def _other_metrics(measured):
-  """{metric: result.Metric} of the other metrics any of `measured` holds: a column each."""
+  """{metric: results.Metric} of the other metrics any of `measured` holds that the report shows
+  (results.METRICS' report flag): a column each. The rest stay in report.json."""
   shown = {}
   for m in measured:
     for name, (metric, _) in m.others.items():
-      shown.setdefault(name, metric)
+      if name in result_lib.metrics_where('report'):
+        shown.setdefault(name, metric)
   return shown
 
 
@@ -143,7 +145,7 @@ def _other_cells(m, shown):
 def data_row(measured, shown, width):
   """[the row of the held-out split scored against the reference as every sample set is]: what
   data itself scores, to read the other rows by (mean ± sd over the rows' stages and seeds; the
-  rest of its `width` cells '–'). Shown beside this version's KID (result.KID); a table of
+  rest of its `width` cells '–'). Shown beside this version's KID (results.KID); a table of
   results made before renders as it did."""
   if shown.get('kid') != result_lib.KID:
     return []
