@@ -14,6 +14,7 @@ import math
 import statistics
 import sys
 
+from tf_hat_ebm.reproduction import plan
 from tf_hat_ebm.reproduction import report as report_lib
 
 TRAINED = ('synthesis', 'sngan', 'refinement', 'autoencoder', 'retrofit')
@@ -56,7 +57,7 @@ def medians(stages):
         priced = (kind in PRICED_ALONE and '--nobaselines' not in e['command']
                   and _script(e['command']) == 'evaluate_fid.py')
         found.setdefault(f'fid_{kind}' if priced else 'fid', []).append(e['seconds'])
-    elif kind == 'window':
+    elif kind in plan.KINDS and plan.KINDS[kind].slots:  # scorings of a run's kept checkpoints
       found.setdefault('fid', []).extend(e['seconds'] for e in evals)
     elif kind:
       found.setdefault(kind, []).append(record.get('seconds', sum(e['seconds'] for e in evals)))
