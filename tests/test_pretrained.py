@@ -178,6 +178,17 @@ def test_the_shipped_synthesis_model_samples_scores_and_exports(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize('name', [n for n in SHIPPED if pretrained.entry(n)['kind'] == 'joint'])
+def test_a_shipped_joint_model_samples_over_its_installed_generator(name, tmp_path):
+  workdir = str(tmp_path / name)
+  assert run_command('pretrained.py', f'--model={name}', f'--workdir={workdir}').returncode == 0
+  result = run_command('sample.py', f'--workdir={workdir}', '--num_samples=4')
+  assert result.returncode == 0, result.stderr
+  images = np.load(os.path.join(workdir, 'generated', 'samples.npz'))['images']
+  assert images.shape == (4, 16, 16, 1)
+
+
+@pytest.mark.slow
 @pytest.mark.skipif('digits_sngan' not in SHIPPED, reason='digits_sngan is not shipped')
 def test_a_refinement_trains_over_the_shipped_sngan(tmp_path):
   gan = str(tmp_path / 'digits_sngan')
