@@ -189,13 +189,18 @@ def test_a_shipped_joint_model_samples_over_its_installed_generator(name, tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.skipif('digits_sngan' not in SHIPPED, reason='digits_sngan is not shipped')
-def test_a_refinement_trains_over_the_shipped_sngan(tmp_path):
-  gan = str(tmp_path / 'digits_sngan')
-  assert run_command('pretrained.py', '--model=digits_sngan', f'--workdir={gan}').returncode == 0
-  result = run_command('train_refinement.py', '--config=digits_refine:tiny',
-                       f'--config.generator.path={gan}', f'--workdir={tmp_path / "refine"}')
+@pytest.mark.parametrize('generator, script, config', [
+    ('digits_sngan', 'train_refinement.py', 'digits_refine'),
+    ('digits_autoencoder', 'train_retrofit.py', 'digits_retrofit')])
+def test_a_joint_run_trains_over_a_shipped_generator(generator, script, config, tmp_path):
+  if generator not in SHIPPED:
+    pytest.skip(f'{generator} is not shipped')
+  installed = str(tmp_path / generator)
+  assert run_command('pretrained.py', f'--model={generator}',
+                     f'--workdir={installed}').returncode == 0
+  result = run_command(script, f'--config={config}:tiny', f'--config.generator.path={installed}',
+                       f'--workdir={tmp_path / "joint"}')
   assert result.returncode == 0, result.stderr
-  run = trained_run.load_run(str(tmp_path / 'refine'))
-  assert run.step == 2 and run.config.generator.checkpoint == pretrained.entry(
-      'digits_sngan')['step']
+  run = trained_run.load_run(str(tmp_path / 'joint'))
+  assert run.step == 2
+  assert run.config.generator.checkpoint == pretrained.entry(generator)['step']
