@@ -3,6 +3,7 @@ import ast
 import contextlib
 import io
 import os
+import shutil
 import subprocess
 import tempfile
 from typing import Mapping
@@ -145,6 +146,26 @@ def train_tiny_refinement(gan_dir, run_dir):
   config = tiny('digits_refine', **{'generator.path': gan_dir})
   Trainer(joint.JointTask(config, strategy), config, run_dir, strategy, verbose=False).train(2)
   return config
+
+
+@pytest.fixture(scope='session')
+def four_steps(tmp_path_factory):
+  """A workdir of tiny() trained 4 steps: checkpoints ckpt-2 and ckpt-4, samples at step 4.
+  Read-only: a test that writes works on copy_of(four_steps, tmp_path)."""
+  from tf_hat_ebm.tasks.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
+  workdir = tmp_path_factory.mktemp('four')
+  config = tiny()
+  strategy = tf.distribute.get_strategy()
+  Trainer(SynthesisTask(config, strategy), config, str(workdir), strategy, verbose=False).train(4)
+  return workdir
+
+
+def copy_of(workdir, tmp_path):
+  """A copy of a shared trained workdir in tmp_path/run, for a test that writes to it."""
+  target = tmp_path / 'run'
+  shutil.copytree(workdir, target)
+  return target
 
 
 FOLDER_IMAGES = 300  # digits written as PNGs by `digits_folder`

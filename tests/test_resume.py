@@ -12,7 +12,7 @@ from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import DivergenceError, Trainer
 from tf_hat_ebm import workdir as workdir_lib
 
-from conftest import run_command, tiny
+from conftest import copy_of, run_command, tiny
 
 STRATEGY = tf.distribute.get_strategy()
 
@@ -38,21 +38,6 @@ def damage(ckpt, how):
     data = [p for p in os.listdir(ckpt) if p.startswith('ckpt-4.data')][0]
     with open(ckpt / data, 'r+b') as f:
       f.truncate(50)
-
-
-@pytest.fixture(scope='module')
-def four_steps(tmp_path_factory):
-  """A workdir trained 4 steps: checkpoints ckpt-2 and ckpt-4, samples at step 4."""
-  workdir = tmp_path_factory.mktemp('four')
-  make_trainer(workdir).train(4)
-  return workdir
-
-
-def copy_of(workdir, tmp_path):
-  import shutil  # pylint: disable=g-import-not-at-top
-  target = tmp_path / 'run'
-  shutil.copytree(workdir, target)
-  return target
 
 
 @pytest.mark.parametrize('how', ['missing state file', 'garbled state file', 'deleted index',
@@ -123,19 +108,11 @@ def test_checkpoint_data_iterator_toggled_on_resume_names_the_field(four_steps, 
   assert listing(workdir) == before
 
 
-def test_older_config_json_resumes(four_steps, tmp_path):
-  """A config.json without a field added since (optim.hat_clip_mode) still resumes: it is read
-  as its default."""
-  workdir = copy_of(four_steps, tmp_path)
-  config = json.loads((workdir / 'config.json').read_text())
-  del config['optim']['hat_clip_mode']
-  (workdir / 'config.json').write_text(json.dumps(config))
-  trainer = make_trainer(workdir, tiny())
-  trainer.train(5)
-  assert trainer.resume.resumed_at == 4
-
-
-def test_workdir_lock_refuses_a_second_run_and_takes_over_a_stale_one(four_steps, tmp_path):
+def test_a_resume_takes_over_a_stale_lock_clears_orphans_and_reads_an_older_config_json(
+    four_steps, tmp_path):
+  """One resumed run on a workdir as a killed run leaves it: a live lock refuses, a stale lock is
+  taken over, a killed save's orphans are removed (and nothing else), and a config.json without a
+  field added since (optim.hat_clip_mode) is read as its default."""
   workdir = copy_of(four_steps, tmp_path)
   lock = workdir / workdir_lib.LOCK_NAME
   lock.write_text(json.dumps(dict(pid=os.getppid(), host=socket.gethostname())))
@@ -146,12 +123,24 @@ def test_workdir_lock_refuses_a_second_run_and_takes_over_a_stale_one(four_steps
   gone = subprocess.Popen(['true'])
   gone.wait()
   lock.write_text(json.dumps(dict(pid=gone.pid, host=socket.gethostname())))
+  ckpt = workdir / 'checkpoints'
+  (ckpt / 'ckpt-5_temp').mkdir()
+  (ckpt / 'ckpt-5_temp' / 'part-00000-of-00001.index').write_text('x')
+  (ckpt / 'notes_temp').write_text('keep')
+  (workdir / 'config.json.tmp').write_text('{')
+  config = json.loads((workdir / 'config.json').read_text())
+  del config['optim']['hat_clip_mode']
+  (workdir / 'config.json').write_text(json.dumps(config))
   messages = []
   trainer = make_trainer(workdir)
   trainer._log = messages.append  # pylint: disable=protected-access
   trainer.train(6)
+  assert trainer.resume.resumed_at == 4 and int(trainer.step.numpy()) == 6
   assert any('stale lock' in m and str(gone.pid) in m for m in messages)
   assert not lock.exists()  # released on exit
+  assert not (ckpt / 'ckpt-5_temp').exists() and not (workdir / 'config.json.tmp').exists()
+  assert (ckpt / 'notes_temp').read_text() == 'keep'
+  assert any('leftover' in m and 'ckpt-5_temp' in m for m in messages)
   with pytest.raises(ValueError, match='below step 6'):
     make_trainer(workdir).train(5)
   assert not lock.exists()  # released on errors too
@@ -174,22 +163,6 @@ def test_range_checks(four_steps, tmp_path):
   config.training.guard.action = 'explode'
   with pytest.raises(ValueError, match='training.guard.action must be one of'):
     make_trainer(workdir, config).train(6)
-
-
-def test_orphans_of_a_killed_save_are_removed_and_nothing_else(four_steps, tmp_path):
-  workdir = copy_of(four_steps, tmp_path)
-  ckpt = workdir / 'checkpoints'
-  (ckpt / 'ckpt-5_temp').mkdir()
-  (ckpt / 'ckpt-5_temp' / 'part-00000-of-00001.index').write_text('x')
-  (ckpt / 'notes_temp').write_text('keep')
-  (workdir / 'config.json.tmp').write_text('{')
-  messages = []
-  trainer = make_trainer(workdir)
-  trainer._log = messages.append  # pylint: disable=protected-access
-  trainer.train(6)
-  assert not (ckpt / 'ckpt-5_temp').exists() and not (workdir / 'config.json.tmp').exists()
-  assert (ckpt / 'notes_temp').read_text() == 'keep'
-  assert any('leftover' in m and 'ckpt-5_temp' in m for m in messages)
 
 
 def test_huge_learning_rate_never_saves_non_finite_weights(tmp_path):

@@ -9,7 +9,7 @@ from tf_hat_ebm import trainer as trainer_lib
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import DivergenceError, Trainer
 
-from conftest import run_command, tiny
+from conftest import copy_of, run_command, tiny
 
 
 def variables_of(item):
@@ -50,18 +50,19 @@ def test_two_replica_training_changes_bank_and_stays_finite(two_replicas, tmp_pa
       'data.png', 'generator_0000004.png', 'residual_0000004.png', 'samples_0000004.png']
 
 
-def test_resume_restores_every_piece_of_state(tmp_path):
+def test_resume_restores_every_piece_of_state_and_reproduces_the_uninterrupted_run(tmp_path):
   strategy = tf.distribute.get_strategy()
   config = tiny()
   first = SynthesisTask(config, strategy)
-  trainer = Trainer(first, config, str(tmp_path), strategy, verbose=False)
-  trainer.train(4)
+  Trainer(first, config, str(tmp_path / 'resumed'), strategy, verbose=False).train(3)
   saved = snapshot(first)
-  # a new process would build everything afresh: the restore must bring back the same state
+  hat3 = [v.numpy().copy() for v in first.hat.trainable_variables]
+  # a new process would build everything afresh: the restore must bring back the same state (at
+  # step 3, between two of the 2-step chunks)
   second = SynthesisTask(config, strategy)
-  trainer2 = Trainer(second, config, str(tmp_path), strategy, verbose=False)
+  trainer2 = Trainer(second, config, str(tmp_path / 'resumed'), strategy, verbose=False)
   assert trainer2.restore_or_initialize()
-  assert int(trainer2.step.numpy()) == 4
+  assert int(trainer2.step.numpy()) == 3
   restored = snapshot(second)
   assert saved.keys() == restored.keys()
   assert {'hat', 'generator', 'hat_optimizer', 'gen_optimizer', 'rng',
@@ -69,10 +70,17 @@ def test_resume_restores_every_piece_of_state(tmp_path):
   for k in saved:
     for a, b in zip(saved[k], restored[k]):
       np.testing.assert_array_equal(a, b, err_msg=k)
-  assert int(second.optimizers['hat'].iterations.numpy()) == 4
-  # and training continues from there to the requested end
+  assert int(second.optimizers['hat'].iterations.numpy()) == 3
+  # and training continues from there to the requested end, where a run never stopped gets
   trainer2.train(6)
   assert int(trainer2.step.numpy()) == 6
+  straight = SynthesisTask(config, strategy)
+  Trainer(straight, config, str(tmp_path / 'straight'), strategy, verbose=False).train(6)
+  for task in (straight, second):  # steps 4-6 moved the weights: the comparison can fail
+    assert not np.array_equal(task.hat.trainable_variables[0].numpy(), hat3[0])
+  for a, b in zip(straight.hat.trainable_variables + straight.generator.trainable_variables,
+                  second.hat.trainable_variables + second.generator.trainable_variables):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def moving_means(generator):
@@ -160,23 +168,21 @@ def test_script_rejects_unknown_dataset_in_one_line(tmp_path):
       'array:<path.npy|.npz>')
 
 
-def test_workdir_of_another_config_is_refused_and_left_intact(tmp_path):
+def test_workdir_of_another_config_is_refused_and_left_intact(trained_workdir, tmp_path):
   strategy = tf.distribute.get_strategy()
-  config = tiny()
-  Trainer(SynthesisTask(config, strategy), config, str(tmp_path), strategy,
-          verbose=False).train(2)
-  files = sorted(os.listdir(tmp_path / 'checkpoints'))
+  workdir = copy_of(trained_workdir, tmp_path)  # tiny() trained 2 steps
+  files = sorted(os.listdir(workdir / 'checkpoints'))
   other = tiny(**{'model.hat_width': 16})
   with pytest.raises(ValueError, match=r'different config \(model: .*--allow_config_change'):
-    Trainer(SynthesisTask(other, strategy), other, str(tmp_path), strategy,
+    Trainer(SynthesisTask(other, strategy), other, str(workdir), strategy,
             verbose=False).train(4)
-  assert sorted(os.listdir(tmp_path / 'checkpoints')) == files
+  assert sorted(os.listdir(workdir / 'checkpoints')) == files
   # a longer run of the same config resumes
   longer = tiny(**{'training.num_steps': 4})
-  trainer = Trainer(SynthesisTask(longer, strategy), longer, str(tmp_path), strategy,
+  trainer = Trainer(SynthesisTask(longer, strategy), longer, str(workdir), strategy,
                     verbose=False)
   trainer.train()
-  assert int(trainer.step.numpy()) == 4
+  assert trainer.resume.resumed_at == 2 and int(trainer.step.numpy()) == 4
 
 
 def test_unwritable_workdir_is_a_clear_error(tmp_path):
@@ -189,27 +195,12 @@ def test_unwritable_workdir_is_a_clear_error(tmp_path):
             verbose=False).train(2)
 
 
-def test_resumed_run_reproduces_uninterrupted_run(tmp_path):
+def test_rollback_restores_last_good_checkpoint_and_lowers_learning_rate(
+    trained_workdir, tmp_path):
   strategy = tf.distribute.get_strategy()
-
-  def run(workdir, stops):
-    for stop in stops:  # a fresh process for each leg: everything rebuilt, then restored
-      config = tiny()
-      task = SynthesisTask(config, strategy)
-      Trainer(task, config, str(workdir), strategy, verbose=False).train(stop)
-    return [v.numpy() for v in task.hat.trainable_variables + task.generator.trainable_variables]
-
-  straight = run(tmp_path / 'straight', [6])
-  resumed = run(tmp_path / 'resumed', [3, 6])
-  for a, b in zip(straight, resumed):
-    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-
-
-def test_rollback_restores_last_good_checkpoint_and_lowers_learning_rate(tmp_path):
-  strategy = tf.distribute.get_strategy()
-  config = tiny()
-  first = SynthesisTask(config, strategy)
-  Trainer(first, config, str(tmp_path), strategy, verbose=False).train(2)
+  workdir = copy_of(trained_workdir, tmp_path)  # tiny() trained 2 steps
+  first = SynthesisTask(tiny(), strategy)
+  tf.train.Checkpoint(hat=first.hat).read(str(workdir / 'checkpoints' / 'ckpt-2')).expect_partial()
   good = [v.numpy().copy() for v in first.hat.trainable_variables]
   # resumed with absurd learning rates: the next steps diverge, the run rolls back to step 2 and
   # continues with both rates x 1e-35 (effectively 1e-5), so it finishes finite
@@ -217,7 +208,7 @@ def test_rollback_restores_last_good_checkpoint_and_lowers_learning_rate(tmp_pat
                    'training.rollback_on_divergence': True,
                    'training.rollback_lr_factor': 1e-35, 'training.max_rollbacks': 1})
   task = SynthesisTask(absurd, strategy)
-  trainer = Trainer(task, absurd, str(tmp_path), strategy, verbose=False)
+  trainer = Trainer(task, absurd, str(workdir), strategy, verbose=False)
   metrics = trainer.train(4)
   assert trainer.guard.rollbacks == 1
   assert int(trainer.step.numpy()) == 4
@@ -240,17 +231,16 @@ def test_resume_checkpoints_rotate_and_archived_snapshots_stay(tmp_path):
   assert [os.path.basename(p) for p in archived] == ['ckpt-2', 'ckpt-4', 'ckpt-6']
 
 
-def test_truncated_checkpoint_is_a_clear_error_and_is_left_in_place(tmp_path):
+def test_truncated_checkpoint_is_a_clear_error_and_is_left_in_place(trained_workdir, tmp_path):
   strategy = tf.distribute.get_strategy()
   config = tiny()
-  Trainer(SynthesisTask(config, strategy), config, str(tmp_path), strategy,
-          verbose=False).train(2)
-  ckpt = tmp_path / 'checkpoints'
+  workdir = copy_of(trained_workdir, tmp_path)  # tiny() trained 2 steps
+  ckpt = workdir / 'checkpoints'
   data = [p for p in os.listdir(ckpt) if p.startswith('ckpt-2.data')][0]
   with open(ckpt / data, 'r+b') as f:
     f.truncate(100)
   before = sorted(os.listdir(ckpt))
   with pytest.raises(ValueError, match=r'cannot restore checkpoint .*ckpt-2'):
-    Trainer(SynthesisTask(config, strategy), config, str(tmp_path), strategy,
+    Trainer(SynthesisTask(config, strategy), config, str(workdir), strategy,
             verbose=False).train(4)
   assert sorted(os.listdir(ckpt)) == before and os.path.getsize(ckpt / data) == 100
