@@ -146,3 +146,18 @@ def test_hat_input_gradient_has_no_select_ops():
   ops = [op.type for op in graph.get_operations()]
   assert 'SelectV2' not in ops and 'Select' not in ops
   assert 'Maximum' in ops and ops.count('ReluGrad') >= 3  # the unfused ReLUs, ReLU's gradient
+
+
+def test_a_discriminator_built_in_bfloat16_restores_one_trained_in_float32(tmp_path):
+  # An SN-GAN trains in float32; a joint run builds its D under the chain's policy. The spectral
+  # norm's u is a variable like the kernel (float32), whatever the policy computes in.
+  from types import SimpleNamespace  # pylint: disable=g-import-not-at-top
+  model = SimpleNamespace(disc_width=8, init='sngan')
+  trained = nets.make_discriminator(model, 16, 1)
+  trained(tf.zeros([1, 16, 16, 1]))
+  path = tf.train.Checkpoint(discriminator=trained).write(str(tmp_path / 'd'))
+  chain = nets.with_precision('mixed_bfloat16', lambda: nets.make_discriminator(model, 16, 1))
+  assert {v.dtype for v in chain.variables} == {tf.float32}
+  tf.train.Checkpoint(discriminator=chain).read(path).assert_existing_objects_matched()
+  x = tf.random.stateless_uniform([2, 16, 16, 1], [0, 1], -1, 1)
+  np.testing.assert_allclose(chain(x), trained(x), atol=0.05, rtol=0.05)

@@ -333,8 +333,11 @@ class SpectralNormalization(layers.SpectralNormalization):
     self.input_spec = layers.InputSpec(shape=[None] + tf.TensorShape(input_shape)[1:])
     self.kernel = self.layer.kernel
     self.kernel_shape = self.kernel.shape.as_list()
+    # The kernel's variable dtype: inside a mixed policy's call tf-keras 2.16+ reports an
+    # AutoCastVariable's dtype as the compute dtype, and a bfloat16 u fails to restore a float32 D.
     self.vector_u = self.add_weight(
-        shape=(1, self.kernel_shape[-1]), name='vector_u', dtype=self.kernel.dtype,
+        shape=(1, self.kernel_shape[-1]), name='vector_u',
+        dtype=getattr(self.kernel, 'true_dtype', self.kernel.dtype),
         initializer=keras.initializers.TruncatedNormal(stddev=0.02), trainable=False)
 
   def call(self, inputs, training=False):
@@ -344,7 +347,7 @@ class SpectralNormalization(layers.SpectralNormalization):
 
   def normalize_weights(self):
     weights = tf.reshape(self.kernel, [-1, self.kernel_shape[-1]])
-    u = self.vector_u
+    u = tf.cast(self.vector_u, weights.dtype)  # the kernel is read in the compute dtype
     for _ in range(self.power_iterations):
       v = tf.math.l2_normalize(tf.matmul(u, weights, transpose_b=True))
       u = tf.math.l2_normalize(tf.matmul(v, weights))
