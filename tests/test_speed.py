@@ -18,7 +18,7 @@ from tf_hat_ebm.tasks.synthesis import SynthesisTask
 from tf_hat_ebm.trainer import Trainer
 
 from conftest import REPO
-from conftest import tiny
+from conftest import copy_of, tiny
 
 
 def test_flop_counter_matches_hand_count_for_one_block():
@@ -146,13 +146,20 @@ def test_g_once_per_chain_equals_recomputing_it_every_step():
                              d_plain['residual_grad_norm'].numpy(), rtol=1e-5)
 
 
-def test_training_fast_and_plain_paths_agree(tmp_path):
+def test_training_fast_and_plain_paths_agree(trained_workdir, tmp_path):
   strategy = tf.distribute.get_strategy()
   results = []
+  # The fast path is tiny()'s default: trained_workdir is its 2 steps, restored from a copy.
+  assert not tiny().perf.recompute_generator
   for recompute in (False, True):
     config = tiny(**{'perf.recompute_generator': recompute})
     task = SynthesisTask(config, strategy)
-    Trainer(task, config, str(tmp_path / str(recompute)), strategy, verbose=False).train(2)
+    if recompute:
+      Trainer(task, config, str(tmp_path / 'plain'), strategy, verbose=False).train(2)
+    else:
+      trainer = Trainer(task, config, str(copy_of(trained_workdir, tmp_path)), strategy,
+                        verbose=False)
+      assert trainer.restore_or_initialize() and int(trainer.step.numpy()) == 2
     results.append([v.numpy() for v in task.hat.trainable_variables] + [task.bank.x.numpy()])
   for a, b in zip(*results):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
