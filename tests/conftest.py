@@ -168,6 +168,23 @@ def copy_of(workdir, tmp_path):
   return target
 
 
+@pytest.fixture(scope='session')
+def trained_autoencoder(tmp_path_factory):
+  """(workdir, task, last metrics, trainer) of a tiny digits_autoencoder trained 2 steps, evaluated
+  and sampled at each: the autoencoder tests' run and the retrofits' frozen decoder (read-only)."""
+  from tf_hat_ebm.tasks import autoencoder  # pylint: disable=g-import-not-at-top
+  from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
+  config = tiny('digits_autoencoder', **{
+      'training.batch_size': 8, 'training.num_steps': 2, 'training.steps_per_loop': 1,
+      'training.eval_every': 1, 'training.eval_examples': 16, 'training.sample_every': 2})
+  workdir = str(tmp_path_factory.mktemp('autoencoder'))
+  strategy = tf.distribute.get_strategy()
+  task = autoencoder.AutoencoderTask(config, strategy)
+  trainer = Trainer(task, config, workdir, strategy, verbose=False)
+  metrics = trainer.train(2)
+  return workdir, task, metrics, trainer
+
+
 FOLDER_IMAGES = 300  # digits written as PNGs by `digits_folder`
 
 

@@ -10,7 +10,6 @@ from tf_hat_ebm import langevin
 from tf_hat_ebm import nets
 from tf_hat_ebm.tasks import autoencoder
 from tf_hat_ebm.tasks import joint
-from tf_hat_ebm.trainer import Trainer
 
 from conftest import load_config
 from conftest import tiny
@@ -61,19 +60,6 @@ def test_training_step_decodes_the_noisy_latent(latent_noise):
   loss = float(task.replica_step(x)['loss'])
   np.testing.assert_allclose(loss, float(expected), rtol=1e-4)
   assert (abs(loss - float(clean)) > 1e-3) == (latent_noise > 0)
-
-
-@pytest.fixture(scope='module')
-def trained_autoencoder(tmp_path_factory):
-  config = tiny('digits_autoencoder', **{
-      'training.batch_size': 8, 'training.num_steps': 2, 'training.steps_per_loop': 1,
-      'training.eval_every': 1, 'training.eval_examples': 16, 'training.sample_every': 2})
-  workdir = str(tmp_path_factory.mktemp('autoencoder'))
-  strategy = tf.distribute.get_strategy()
-  task = autoencoder.AutoencoderTask(config, strategy)
-  trainer = Trainer(task, config, workdir, strategy, verbose=False)
-  metrics = trainer.train(2)
-  return workdir, task, metrics, trainer
 
 
 def test_autoencoder_trains_and_reports_reconstruction_errors(trained_autoencoder):

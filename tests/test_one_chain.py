@@ -54,14 +54,6 @@ def assert_exported_chain_is_the_training_chain(task, workdir, tmp_path):
   return run
 
 
-@pytest.fixture(scope='module')
-def autoencoder_workdir(tmp_path_factory):
-  workdir = str(tmp_path_factory.mktemp('autoencoder'))
-  train(tiny('digits_autoencoder', **{'training.batch_size': 8, 'training.eval_every': 0}),
-        workdir)
-  return workdir
-
-
 def test_synthesis(tmp_path):
   config = tiny('digits_synth', **{'sampling.init_scale': 0.01, 'sampling.steps': 3})
   task = train(config, str(tmp_path / 'run'))
@@ -80,8 +72,8 @@ def test_refinement_in_bf16(tmp_path):
   assert_exported_chain_is_the_training_chain(task, str(tmp_path / 'run'), tmp_path)
 
 
-def test_retrofit_keeps_its_latents_on_the_decoders_sphere(autoencoder_workdir, tmp_path):
-  config = tiny('digits_retrofit', **{'generator.path': autoencoder_workdir,
+def test_retrofit_keeps_its_latents_on_the_decoders_sphere(trained_autoencoder, tmp_path):
+  config = tiny('digits_retrofit', **{'generator.path': trained_autoencoder[0],
                                       'sampling.steps': 3})
   assert config.sampling.latent_sphere
   task = train(config, str(tmp_path / 'run'))
