@@ -5,6 +5,7 @@ over the old one: a reader, a kill or a full disk sees the old file or the new o
 one, and no temporary file stays behind after a failure. Pure Python (the docs' quoter uses it).
 """
 import errno
+import hashlib
 import os
 import sys
 import tempfile
@@ -112,3 +113,12 @@ def write_all_atomic(contents):
     for tmp in staged.values():
       if os.path.lexists(tmp):
         os.unlink(tmp)
+
+
+def sha256(path, chunk=1 << 20):
+  """The hex sha256 of the file at `path`, read in chunks (a model's checkpoint may be large)."""
+  digest = hashlib.sha256()
+  with open(path, 'rb') as f:
+    for block in iter(lambda: f.read(chunk), b''):
+      digest.update(block)
+  return digest.hexdigest()

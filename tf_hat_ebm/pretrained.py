@@ -26,7 +26,6 @@ RECORD = 'pretrained.json'  # the manifest entry, kept in the installed workdir
 GENERATOR_DIR = 'generator'  # a joint model's generator, inside its workdir
 # config.json's generator.path as shipped: the install writes the generator's absolute path.
 GENERATOR_PLACEHOLDER = '<installed generator workdir>'
-CHUNK = 1 << 20
 
 
 def read_manifest(models_dir=MODELS_DIR):
@@ -40,14 +39,6 @@ def read_manifest(models_dir=MODELS_DIR):
 
 def names(models_dir=MODELS_DIR):
   return sorted(read_manifest(models_dir))
-
-
-def sha256(path):
-  digest = hashlib.sha256()
-  with open(path, 'rb') as f:
-    for block in iter(lambda: f.read(CHUNK), b''):
-      digest.update(block)
-  return digest.hexdigest()
 
 
 def entry(name, models_dir=MODELS_DIR):
@@ -229,7 +220,7 @@ def pack(workdir, name, summary, source, models_dir=MODELS_DIR, checkpoint=None,
                   for root, _, found in os.walk(staging) for n in found)
     meta = dict(summary=summary, kind=config.experiment, config=saved.get('name'), step=step,
                 generator=generator, source=dict(source),
-                files={r: dict(sha256=sha256(os.path.join(staging, r)),
+                files={r: dict(sha256=files.sha256(os.path.join(staging, r)),
                                bytes=os.path.getsize(os.path.join(staging, r))) for r in rels})
     if os.path.isdir(target):
       shutil.rmtree(target)  # the earlier packing of this name, replaced as a whole

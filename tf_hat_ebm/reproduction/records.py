@@ -15,6 +15,7 @@ import math
 import os
 import re
 
+from tf_hat_ebm import files as files_lib
 from tf_hat_ebm import results as result_lib
 from tf_hat_ebm.errors import one_line
 from tf_hat_ebm.reproduction import plan
@@ -73,8 +74,7 @@ def run_precision(workdir):
 
 def file_sha256(path):
   try:
-    with open(path, 'rb') as f:
-      return hashlib.sha256(f.read()).hexdigest()
+    return files_lib.sha256(path)
   except OSError:
     return None
 

@@ -217,10 +217,6 @@ OWN_G_ROWS = (("synthesis run's G(Z0)", 'generator'),
               ("Hat EBM over the synthesis run's G", 'hat_ebm'))
 
 
-def _paper_effect_on(data, name):
-  return f'{percent(paper.EFFECTS[data][name])}'
-
-
 def refinement_table(records, scale, seeds, published_sngan=False):
   """Table 1: SN-GAN G(Z0), DDLS, Hat EBM from the same Z0 (and the SN-GAN scored alone: the
   release's published one, stage sngan_release, when `published_sngan`)."""
@@ -262,7 +258,7 @@ def refinement_table(records, scale, seeds, published_sngan=False):
       out.append(m.json(label, None))
     notes.append(f'The last rows refine the synthesis run\'s own G with a new hat (its change '
                  f'is against that G, not the SN-GAN; the paper\'s strong-generator case is '
-                 f'CelebA, {_paper_effect_on("celeba", "hat_ebm_vs_generator")}).')
+                 f'CelebA, {percent(paper.EFFECTS["celeba"]["hat_ebm_vs_generator"])}).')
   shown = _other_metrics(m for _, m, *_ in rows)
   headers = [''] + _heads(_runs(rows), len(seeds)) + _other_heads(shown) + [
       'ours vs SN-GAN G(Z0)', 'paper: FID ± sd', 'paper vs SN-GAN', 'stages']
@@ -448,7 +444,7 @@ CHECKS = (
     ('the residual Y keeps refinement stable', ('refinement', 'hat_ebm'), ('noresidual', 'hat_ebm'),
      paper.ABLATIONS['noresidual']),
     ("a new hat improves the synthesis run's own G (beside Table 1)", (OWN_G, 'hat_ebm'),
-     (OWN_G, 'generator'), _paper_effect_on('celeba', 'hat_ebm_vs_generator')
+     (OWN_G, 'generator'), percent(paper.EFFECTS['celeba']['hat_ebm_vs_generator'])
      + ' on CelebA (its strong SN-GAN)'),
     ("synthesis at the paper's Langevin time beats the digits' 0.4x", ('paper_time', 'hat_ebm'),
      ('synthesis', 'hat_ebm'), "the paper runs at its own time; the digits' departure, measured"),
