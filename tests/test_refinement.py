@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from tf_hat_ebm import generators
 from tf_hat_ebm import langevin
+from tf_hat_ebm import nets
 from tf_hat_ebm import results
 from tf_hat_ebm import samples as samples_lib
 from tf_hat_ebm.keras_compat import keras
@@ -211,14 +212,15 @@ def test_refinement_of_a_synthesis_runs_own_generator(trained_workdir, tmp_path)
   config = tiny('digits_refine', **{'generator.source': 'synthesis',
                                     'generator.path': trained_workdir})
   assert config.model.out_factor != tiny().model.out_factor  # the run's must be taken
-  generator, discriminator = generators.load(config)
+  synthesis = trained_run.load_run(trained_workdir)
+  # built under the policy the run restores with (bf16 where native, float32 elsewhere), so the
+  # two compute alike on every CPU kind; the config's out_factor would halve every pixel
+  policy, _ = nets.resolve_precision(synthesis.config.perf.precision)
+  generator, discriminator = generators.load(config, precision=policy)
   assert discriminator is None  # no D: the evaluation scores G(Z0) and the Hat EBM, no DDLS
-  synthesis = trained_run.load_run(trained_workdir).model
   z = tf.random.stateless_normal([3, *generator.latent_shape], [1, 2])
-  # the run restores under its own precision (bf16 where native): equal to bf16's rounding, while
-  # the config's out_factor (half the run's) would halve every pixel
-  np.testing.assert_allclose(generator(z).numpy(), synthesis.generator(z).numpy(), rtol=0.02,
-                             atol=3e-3)
+  np.testing.assert_allclose(generator(z).numpy(), synthesis.model.generator(z).numpy(),
+                             rtol=1e-6, atol=1e-6)
   assert config.generator.checkpoint == 2  # pinned to the run's checkpoint
   train_keeps_generator_frozen(joint.JointTask(config, tf.distribute.get_strategy()), config,
                                tmp_path)

@@ -325,6 +325,8 @@ def synthesis_generator_config(workdir, config):
   with out.unlocked():
     for field in ('gen_width', 'z_dim', 'out_factor', 'init'):
       out.model[field] = run.model[field]
+    # its normalisation too: a batch-norm epsilon the run did not train with shifts every pixel
+    out.model['gen_batch_stats'] = nets.synthesis_gen_batch_stats(run)
     out.model['disc_width'] = 0
   return out
 

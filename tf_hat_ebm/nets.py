@@ -306,6 +306,17 @@ def make_hat(config_model, image_size, channels):
                     init=config_model.init).build_for_input()
 
 
+# Synthesis generator updates under which G normalises with batch statistics (tasks/synthesis.py).
+BATCH_NORM_UPDATES = ('cooperative_bn',)
+
+
+def synthesis_gen_batch_stats(config):
+  """Whether a synthesis run's G normalises with batch statistics (model.gen_batch_stats): its
+  config's, or its generator update's when that is a batch-norm one."""
+  return (bool(config.model.get('gen_batch_stats', False))
+          or config.training.get('generator_update') in BATCH_NORM_UPDATES)
+
+
 def make_generator(config_model, image_size, channels):
   return Generator(image_size, channels, config_model.gen_width, config_model.z_dim,
                    config_model.out_factor,

@@ -26,7 +26,7 @@ from tf_hat_ebm import validation
 from tf_hat_ebm.tasks import base
 
 GENERATOR_UPDATES = validation.GENERATOR_UPDATES
-BATCH_NORM_UPDATES = ('cooperative_bn',)  # the generator normalises with batch statistics
+BATCH_NORM_UPDATES = nets.BATCH_NORM_UPDATES  # the generator normalises with batch statistics
 
 
 def networks(config, strategy=None):
@@ -34,7 +34,7 @@ def networks(config, strategy=None):
   data = config.data
   precision, reason = nets.resolve_precision(config.perf.precision, strategy)
   gen_model = config.model
-  if config.training.get('generator_update') in BATCH_NORM_UPDATES:
+  if nets.synthesis_gen_batch_stats(config):
     gen_model = ml_collections.ConfigDict(dict(config.model.to_dict(), gen_batch_stats=True))
   hat, generator = nets.with_precision(precision, lambda: (
       nets.make_hat(config.model, data.image_size, data.channels),
