@@ -32,6 +32,10 @@ STAGES = {
     'window_s0': stage('window', ('evaluate_fid.py --nobaselines', 11),
                        ('evaluate_fid.py --nobaselines', 9)),
     'figures': stage('figures', ('sample.py', 60), ('compare_baselines.py', 40)),
+    # arms of a kind: their training is not the kind's price, their scorings are 'fid'
+    'nearood_s0': stage('synthesis', ('train_synthesis.py --workdir=nearood_s0', 70),
+                        ('evaluate_ood.py --workdir=nearood_s0', 4)),
+    'refine_own_s0': stage('refinement', ('train_refinement.py', 500), ('evaluate_fid.py', 13)),
 }
 
 
@@ -41,13 +45,13 @@ def test_the_table_gives_each_stage_per_seed_its_share_and_marks_resumed_ones():
   assert lines[2] == f'| synthesis | 300 + 26 | 340 + 26 | {100 * 692 / total:.1f}% |'
   assert lines[3] == f'| refinement | 600 + 220 | 90 + 232 * | {100 * 1142 / total:.1f}% |'
   assert lines[4].startswith('| autoencoder | 89 |  |') and lines[6].startswith('| figures | 100 |')
-  assert f'Stages: 7, {total:,} s in all' in lines[-2] and lines[-1].startswith('* begun by')
+  assert f'Stages: 9, {total:,} s in all' in lines[-2] and lines[-1].startswith('* begun by')
 
 
 def test_the_medians_are_etas_keys_from_stages_run_start_to_end():
   assert timing.medians(STAGES) == dict(
       synthesis=320, refinement=600, autoencoder=89, fid_refinement=200, figures=100,
-      fid=12)  # 14, 12, 16, 10, 20 (the refinement's plateau FID), 11, 9
+      fid=12)  # 14, 12, 16, 10, 20 (the refinement's plateau FID), 11, 9, 4, 13
   assert timing.group('coop_bn_s2') == 'coop_bn' and timing.group('figures') == 'figures'
 
 

@@ -78,8 +78,7 @@ SCALES = {
         seeds=(0, 1, 2), near_ood_classes=(0, 1, 2, 3, 4), calibrate=True,
         shortened=dict(
             # the unstable arms: a shorter run with a checkpoint every 250 steps, so the end
-            # window's 5 checkpoints see their swings; near-OOD at its best AUROC's length; the
-            # arm without Y to the hat's lr drop, where its verdict is made
+            # window's 5 checkpoints see their swings; near-OOD at its best AUROC's length
             current=_SHORT_ARM, coop_bn=_SHORT_ARM, nearood={'training.num_steps': 2000}),
         # its verdict cannot change at this scale (the residual stays at the data noise's scale)
         dropped=('noresidual',),

@@ -44,17 +44,20 @@ def medians(stages):
   """{eta.json key: median seconds} over the stages that ran start to end in one invocation:
   each trained kind's training, 'fid' (any scoring run without the baselines' chains),
   'fid_refinement' / 'fid_retrofit' (their stage's first scoring, with them), and the seconds
-  of the other stages (ood, figures, calibration, release) whole."""
+  of the other stages (ood, figures, calibration, release) whole. A kind's price is its own
+  stages' (synthesis_s0), not its arms' (nearood_s0 is shorter, refine_own_s0 has no DDLS)."""
   found = {}
   for name, record in stages.items():
     if record.get('resumed'):
       continue
     kind = record.get('kind')
     train, evals = split(record)
+    own = group(name) == kind
     if train is not None:
-      found.setdefault(kind, []).append(train['seconds'])
+      if own:
+        found.setdefault(kind, []).append(train['seconds'])
       for e in evals:
-        priced = (kind in PRICED_ALONE and '--nobaselines' not in e['command']
+        priced = (own and kind in PRICED_ALONE and '--nobaselines' not in e['command']
                   and _script(e['command']) == 'evaluate_fid.py')
         found.setdefault(f'fid_{kind}' if priced else 'fid', []).append(e['seconds'])
     elif kind in plan.KINDS and plan.KINDS[kind].slots:  # scorings of a run's kept checkpoints
