@@ -132,6 +132,18 @@ def trained_workdir(tmp_path_factory):
   return workdir
 
 
+@pytest.fixture(scope='session')
+def exported_workdir(trained_workdir, tmp_path_factory):
+  """(path, printed lines) of trained_workdir's export (export_run): read-only, copy it to edit.
+  One save for the tests that read an export: a save traces every signature."""
+  from tf_hat_ebm import export  # pylint: disable=g-import-not-at-top
+  path = str(tmp_path_factory.mktemp('exported') / 'saved_model')
+  printed = io.StringIO()
+  with contextlib.redirect_stdout(printed):
+    export.export_run(trained_workdir, path)
+  return path, printed.getvalue()
+
+
 def train_tiny_refinement(gan_dir, run_dir):
   """A tiny SN-GAN in gan_dir and a tiny refinement over it in run_dir, 2 steps each; the
   refinement's config. tiny() gives both the SN-GAN's shapes (widths 8, z_dim 4) and DDLS 2
@@ -212,11 +224,13 @@ def digits_folder(tmp_path_factory):
 
 @pytest.fixture(scope='session')
 def folder_workdir(digits_folder, tmp_path_factory):
-  """A workdir of tiny() on `digits_folder`'s PNGs (folder:<path>) trained for 4 steps."""
+  """A workdir of tiny() on `digits_folder`'s PNGs (folder:<path>) trained for 4 steps, with
+  random flips and no cache (its checkpoints save the input position of that pipeline)."""
   from tf_hat_ebm.tasks.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
   workdir = str(tmp_path_factory.mktemp('folder_run'))
-  config = tiny(**{'data.name': f'folder:{digits_folder[0]}'})
+  config = tiny(**{'data.name': f'folder:{digits_folder[0]}', 'data.random_flip': True,
+                   'data.cache': False})
   strategy = tf.distribute.get_strategy()
   Trainer(SynthesisTask(config, strategy), config, workdir, strategy, verbose=False).train(4)
   return workdir

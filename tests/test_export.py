@@ -82,9 +82,15 @@ print(json.dumps(out))
 
 
 @pytest.fixture(scope='module')
-def exported(trained_workdir, tmp_path_factory):
+def module_of_run(trained_workdir):
+  """(run, export module) of trained_workdir, not saved: a save traces every signature."""
   run = trained_run.load_run(trained_workdir)
-  module = export.build_module(run)
+  return run, export.build_module(run)
+
+
+@pytest.fixture(scope='module')
+def exported(module_of_run, tmp_path_factory):
+  run, module = module_of_run
   path = str(tmp_path_factory.mktemp('export') / 'saved_model')
   export.save(module, path)
   return run, module, path
@@ -136,8 +142,8 @@ def test_round_trip_in_a_process_without_project_code(exported, tmp_path):
                               len(run.model.hat.trainable_variables), 0]
 
 
-def test_samples_and_path_agree_in_process(exported):
-  _, module, _ = exported
+def test_samples_and_path_agree_in_process(module_of_run):
+  _, module = module_of_run
   x = module.sample(4, 3)
   assert x['images'].shape == (4, 16, 16, 1)
   np.testing.assert_allclose(x['images'], np.clip(x['generator_images'] + x['residuals'], -1, 1),
@@ -161,7 +167,6 @@ def test_the_model_card_says_which_fid_it_measured():
   assert '2210.16486' in export.BIBTEX and export.RELEASE_URL.endswith('point0bar1/hat-ebm')
 
 
-def test_export_prints_the_path_steps_as_plain_numbers(trained_workdir, tmp_path, capsys):
-  export.export_run(trained_workdir, str(tmp_path / 'saved_model'))
+def test_export_prints_the_path_steps_as_plain_numbers(exported_workdir):
   # numpy 2 shows an array's items as np.int32(0) in a list of them
-  assert '  sample_path steps: [0, 1, 2]\n' in capsys.readouterr().out
+  assert '  sample_path steps: [0, 1, 2]\n' in exported_workdir[1]

@@ -68,10 +68,9 @@ def test_a_stage_record_of_wrong_shape_is_one_line(tmp_path, edit, message):
     run(o, FakeScripts(str(tmp_path)))
 
 
-def test_an_export_with_truncated_variables_is_one_line_naming_them(trained_workdir, tmp_path):
+def test_an_export_with_truncated_variables_is_one_line_naming_them(exported_workdir, tmp_path):
   exported = tmp_path / 'export'
-  result = run_command('export.py', f'--workdir={trained_workdir}', f'--output={exported}')
-  assert result.returncode == 0, result.stderr[-2000:]
+  shutil.copytree(exported_workdir[0], exported)
   data, = [p for p in (exported / 'variables').iterdir() if '.data-' in p.name]
   with open(data, 'r+b') as f:
     f.truncate(os.path.getsize(data) // 2)

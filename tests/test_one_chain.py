@@ -1,9 +1,11 @@
 """One sampling chain: what evaluation and export sample is the training config's sampling chain.
 
 For every task kind with a chain (synthesis, refinement, retrofit), a trained workdir is loaded the
-way every evaluation script loads it (trained_run.load_run, the registry's inference model), its
-export module is saved and reloaded, and the samples of one seed are compared with the training
-task's own chain on `config.sampling` from the same seed.
+way every evaluation script loads it (trained_run.load_run, the registry's inference model), and
+the samples of one seed of its export module are compared with the training task's own chain on
+`config.sampling` from the same seed. The module is saved and reloaded too: in the fast suite for
+the bf16 refinement (the joint module, its policy rebuilt on load), for the other kinds in a slow
+test (a save traces every signature: seconds of CPU each).
 """
 import dataclasses
 
@@ -36,16 +38,19 @@ def training_chain(task, seed=SEED, num=NUM):
   return np.clip(out['x'].numpy(), -1.0, 1.0)
 
 
-def assert_exported_chain_is_the_training_chain(task, workdir, tmp_path):
+def assert_exported_chain_is_the_training_chain(task, workdir, tmp_path, saved=True):
+  """The module's samples (and with `saved` the reloaded SavedModel's) are the training chain's."""
   run = trained_run.load_run(workdir, trust_code=True)  # a factory generator is code: ours
   assert run.model.sampling == task.sampling_settings
   module = export.build_module(run)
   assert module.precision.numpy().decode() == run.model.precision == task.precision
   expected = training_chain(task)
-  saved = tf.saved_model.load(export.save(module, str(tmp_path / 'saved_model')))
-  assert saved.precision.numpy().decode() == task.precision
-  for images in (module.sample(NUM, SEED)['images'], saved.sample(num_samples=NUM, seed=SEED)[
-      'images']):
+  samples = [module.sample(NUM, SEED)['images']]
+  if saved:
+    loaded = tf.saved_model.load(export.save(module, str(tmp_path / 'saved_model')))
+    assert loaded.precision.numpy().decode() == task.precision
+    samples.append(loaded.sample(num_samples=NUM, seed=SEED)['images'])
+  for images in samples:
     if task.precision == 'float32':
       np.testing.assert_allclose(images.numpy(), expected, atol=1e-5)
     else:  # bf16 kernels round by the shapes they know (the export's batch is dynamic)
@@ -54,10 +59,11 @@ def assert_exported_chain_is_the_training_chain(task, workdir, tmp_path):
   return run
 
 
-def test_synthesis(tmp_path):
+@pytest.mark.parametrize('saved', [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_synthesis(tmp_path, saved):
   config = tiny('digits_synth', **{'sampling.init_scale': 0.01, 'sampling.steps': 3})
   task = train(config, str(tmp_path / 'run'))
-  assert_exported_chain_is_the_training_chain(task, str(tmp_path / 'run'), tmp_path)
+  assert_exported_chain_is_the_training_chain(task, str(tmp_path / 'run'), tmp_path, saved)
 
 
 def test_refinement_in_bf16(tmp_path):
@@ -72,12 +78,13 @@ def test_refinement_in_bf16(tmp_path):
   assert_exported_chain_is_the_training_chain(task, str(tmp_path / 'run'), tmp_path)
 
 
-def test_retrofit_keeps_its_latents_on_the_decoders_sphere(trained_autoencoder, tmp_path):
+@pytest.mark.parametrize('saved', [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_retrofit_keeps_its_latents_on_the_decoders_sphere(trained_autoencoder, tmp_path, saved):
   config = tiny('digits_retrofit', **{'generator.path': trained_autoencoder[0],
                                       'sampling.steps': 3})
   assert config.sampling.latent_sphere
   task = train(config, str(tmp_path / 'run'))
-  run = assert_exported_chain_is_the_training_chain(task, str(tmp_path / 'run'), tmp_path)
+  run = assert_exported_chain_is_the_training_chain(task, str(tmp_path / 'run'), tmp_path, saved)
   # The chain without the sphere samples other images: the comparison above can fail.
   off_sphere = dataclasses.replace(run.model, sampling=dataclasses.replace(
       run.model.sampling, latent_sphere=False))

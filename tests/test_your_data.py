@@ -304,14 +304,12 @@ def test_the_your_data_page_runs_as_written(digits_folder, tmp_path, monkeypatch
   assert loaded.sample(num_samples=2)['images'].shape == (2, 16, 16, 1)
 
 
-def test_random_flips_keep_the_input_position_savable(digits_folder, tmp_path):
-  from tf_hat_ebm.tasks.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
-  from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
-  config = tiny(**{'data.name': f'folder:{digits_folder[0]}', 'data.random_flip': True,
-                   'data.cache': False})
-  strategy = tf.distribute.get_strategy()  # its checkpoint saves the input position
-  Trainer(SynthesisTask(config, strategy), config, str(tmp_path), strategy, verbose=False).train(2)
-  assert os.path.exists(tmp_path / 'checkpoints' / 'ckpt-2.index')
+def test_random_flips_keep_the_input_position_savable(folder_workdir):
+  from tf_hat_ebm import trained_run  # pylint: disable=g-import-not-at-top
+  config = trained_run.load_config(folder_workdir)  # trained with flips: checkpoints saved
+  assert config.data.random_flip and not config.data.cache
+  assert config.training.checkpoint_data_iterator
+  assert os.path.exists(os.path.join(folder_workdir, 'checkpoints', 'ckpt-4.index'))
   config.data.shuffle_buffer = 1  # in order: the first pass beside the images as they are
   images = next(iter(data.eval_dataset(config.data, 'train', 64))).numpy()
   batch = next(iter(data.train_dataset(config.data, 64))).numpy()
