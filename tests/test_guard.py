@@ -2,6 +2,7 @@
 import math
 import os
 import random
+import types
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from tf_hat_ebm import registry
 from tf_hat_ebm.guard import RunawayGuard, doubling_steps, replay
 from tf_hat_ebm.tasks.sngan import SNGANTask
 from tf_hat_ebm.tasks.synthesis import SynthesisTask
+from tf_hat_ebm import actions
 from tf_hat_ebm.actions import RunawayError
 from tf_hat_ebm.trainer import Trainer
 
@@ -142,10 +144,8 @@ class RunawayTask(SynthesisTask):
     return out
 
 
-def runaway_trainer(workdir, checkpoint_every=None, **guard):
+def runaway_trainer(workdir, **guard):
   config = tiny(**{'training.max_rollbacks': 3})
-  if checkpoint_every:
-    config.training.checkpoint_every = checkpoint_every
   config.training.guard.update(guard)
   task = RunawayTask(config, STRATEGY)
   trainer = Trainer(task, config, str(workdir), STRATEGY, verbose=False)
@@ -226,8 +226,19 @@ def test_replay_of_logged_curves():
   assert replay(guard_config(), healthy) is None
 
 
-def test_a_runaway_before_any_checkpoint_does_not_suggest_resuming_one(tmp_path):
-  trainer, saved = runaway_trainer(tmp_path, checkpoint_every=1000)  # none before the trip
-  with pytest.raises(RunawayError, match='last good checkpoint: none') as error:
-    trainer.train(40)
+def test_a_runaway_before_any_checkpoint_does_not_suggest_resuming_one():
+  # The trainer's guard action on the metrics of chunks, with no checkpoint saved or restored (a
+  # training to its trip, seconds of CPU, is test_guard_stops_a_runaway_...'s).
+  task = types.SimpleNamespace(metric_names=NAMES)
+  guard = actions.Guard(task, tiny(), types.SimpleNamespace(last_good=None))
+  for step in (2, 4):
+    guard(actions.Chunk(step, 40, dict(energy_diff=0.5, hat_grad_norm=1.0, gen_loss=1.0)))
+  with pytest.raises(RunawayError, match=r'runaway at step 10: .*last good checkpoint: none; '
+                     r'lower optim.hat_lr') as error:
+    for step in (6, 8, 10):
+      guard(actions.Chunk(step, 40, dict(energy_diff=-200.0, hat_grad_norm=1.0, gen_loss=1.0)))
   assert '--checkpoint' not in str(error.value)
+  guard = actions.Guard(task, tiny(), types.SimpleNamespace(last_good='ckpt-4'))
+  with pytest.raises(RunawayError, match='resume an older checkpoint with --checkpoint'):
+    for step in (2, 4, 6):
+      guard(actions.Chunk(step, 40, dict(energy_diff=-200.0, hat_grad_norm=1.0, gen_loss=1.0)))

@@ -165,7 +165,9 @@ def test_training_fast_and_plain_paths_agree(trained_workdir, tmp_path):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
-def test_mixed_precision_keeps_states_energies_and_bank_float32(tmp_path):
+def test_mixed_precision_keeps_states_energies_and_bank_float32():
+  # Its training in mixed_bfloat16 (finite metrics, the bank float32) is the second run of
+  # test_precision's test_every_run_says_and_records_its_precision_and_time: one training less.
   strategy = tf.distribute.get_strategy()
   config = tiny(**{'perf.precision': 'mixed_bfloat16'})
   task = SynthesisTask(config, strategy)
@@ -177,8 +179,6 @@ def test_mixed_precision_keeps_states_energies_and_bank_float32(tmp_path):
   assert g_z.dtype == tf.float32 and task.hat(g_z).dtype == tf.float32
   y, diag = langevin.sample_conditional(task.hat, g_z, task.rng, task.settings)
   assert y.dtype == tf.float32 and diag['residual_grad_norm'].dtype == tf.float32
-  metrics = Trainer(task, config, str(tmp_path), strategy, verbose=False).train(2)
-  assert all(np.isfinite(v) for v in metrics.values())
   assert task.bank.z.dtype == tf.float32 and task.bank.x.dtype == tf.float32
 
 

@@ -71,35 +71,42 @@ def test_the_package_gets_keras_2_on_every_stack():
   assert 'skip_gradients_aggregation' in parameters
 
 
-def test_importing_the_package_leaves_a_user_s_keras_alone():
-  # The training code is imported and a network built; tf.keras stays what TensorFlow made it.
-  code = ('import os, tensorflow as tf; before = type(tf.keras.layers.Dense(1)).__module__\n'
+@pytest.fixture(scope='module')
+def fresh_import():
+  """The lines printed by a fresh interpreter (one TensorFlow import for both tests below):
+  with pkg_resources blocked (as after `pip install -U setuptools`, 81+ has none), the training
+  code is imported and a network built, then tensorflow_hub imported the package's way."""
+  code = ('import os, sys; sys.modules["pkg_resources"] = None\n'
+          'import tensorflow as tf; before = type(tf.keras.layers.Dense(1)).__module__\n'
           'from tf_hat_ebm import nets, trainer\n'
           'from tf_hat_ebm.evaluation import fid\n'
           'from conftest import tiny\n'
           'nets.make_hat(tiny().model, 16, 1)\n'
           'after = type(tf.keras.layers.Dense(1)).__module__\n'
-          'print(before == after, "TF_USE_LEGACY_KERAS" in os.environ)')
-  env = {k: v for k, v in os.environ.items() if k != 'TF_USE_LEGACY_KERAS'}
-  env['PYTHONPATH'] = os.pathsep.join([REPO, os.path.join(REPO, 'tests')])
-  result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=300)
-  assert result.stdout.split() == ['True', 'False'], result.stderr
-
-
-def test_tensorflow_hub_imports_without_pkg_resources():
-  # As after `pip install -U setuptools` (81+ has no pkg_resources): blocked for this process.
-  code = ('import sys; sys.modules["pkg_resources"] = None\n'
+          'print(before == after, "TF_USE_LEGACY_KERAS" in os.environ)\n'
           'from tf_hat_ebm import tfgan_compat\n'
           'hub = tfgan_compat.import_hub()\n'
           'print(hub.__name__, sys.modules.get("pkg_resources", "gone"),\n'
           '      tfgan_compat.BACKEND.name)')
-  result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=REPO), cwd=REPO, timeout=300)
+  env = {k: v for k, v in os.environ.items() if k != 'TF_USE_LEGACY_KERAS'}
+  env['PYTHONPATH'] = os.pathsep.join([REPO, os.path.join(REPO, 'tests')])
+  result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=300)
+  lines = result.stdout.splitlines()
+  return (lines + ['', ''])[:2], result.stderr
+
+
+def test_importing_the_package_leaves_a_user_s_keras_alone(fresh_import):
+  # The training code is imported and a network built; tf.keras stays what TensorFlow made it.
+  (keras_line, _), stderr = fresh_import
+  assert keras_line.split() == ['True', 'False'], stderr
+
+
+def test_tensorflow_hub_imports_without_pkg_resources(fresh_import):
+  (_, hub_line), stderr = fresh_import
   # the same backend as with pkg_resources there (this process's)
   from tf_hat_ebm import tfgan_compat  # pylint: disable=g-import-not-at-top
-  assert result.stdout.split() == ['tensorflow_hub', 'gone', tfgan_compat.BACKEND.name], (
-      result.stderr)
+  assert hub_line.split() == ['tensorflow_hub', 'gone', tfgan_compat.BACKEND.name], stderr
 
 
 def test_stack_compare_pairs_the_sweeps_means_by_seed(tmp_path):
