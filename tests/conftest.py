@@ -121,15 +121,23 @@ def two_replicas():
 
 
 @pytest.fixture(scope='session')
-def trained_workdir(tmp_path_factory):
-  """A workdir of tiny() trained for 2 steps (checkpoint, config.json), for the eval tests."""
+def trained_run(tmp_path_factory):
+  """(workdir, trainer) of tiny() trained for 2 steps (checkpoint, config.json, grids at step 2):
+  the trainer for what it kept in memory (its report's figures). Read-only."""
   from tf_hat_ebm.tasks.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
   workdir = str(tmp_path_factory.mktemp('trained'))
   config = tiny()
   strategy = tf.distribute.get_strategy()
-  Trainer(SynthesisTask(config, strategy), config, workdir, strategy, verbose=False).train(2)
-  return workdir
+  trainer = Trainer(SynthesisTask(config, strategy), config, workdir, strategy, verbose=False)
+  trainer.train(2)
+  return workdir, trainer
+
+
+@pytest.fixture(scope='session')
+def trained_workdir(trained_run):
+  """trained_run's workdir, for the eval tests (read-only: copy_of it to write)."""
+  return trained_run[0]
 
 
 @pytest.fixture(scope='session')

@@ -7,23 +7,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import run_command
+from conftest import copy_of, run_command
 from tf_hat_ebm import figures
 from tf_hat_ebm import summaries
-from tf_hat_ebm.tasks.synthesis import SynthesisTask
-from tf_hat_ebm.trainer import Trainer
 
 
-@pytest.fixture(name='run', scope='module')
-def run_fixture(tmp_path_factory):
-  """A tiny synthesis run of 2 steps (grids at its last step) and its trainer."""
-  from conftest import tiny  # pylint: disable=g-import-not-at-top
-  workdir = str(tmp_path_factory.mktemp('figures'))
-  config = tiny()
-  strategy = tf.distribute.get_strategy()
-  trainer = Trainer(SynthesisTask(config, strategy), config, workdir, strategy, verbose=False)
-  trainer.train(2)
-  return workdir, trainer
+@pytest.fixture(name='run')
+def run_fixture(trained_run):
+  """conftest's tiny synthesis run of 2 steps (grids at its last step) and its trainer."""
+  return trained_run
 
 
 def read_png(path):
@@ -143,8 +135,8 @@ def test_event_files_hold_grouped_described_scalars_histograms_config_and_hparam
   assert hparams == {'_hparams_/session_start_info'}
 
 
-def test_evaluate_ood_writes_a_histogram_png_and_logs_to_tensorboard(run):
-  workdir, _ = run
+def test_evaluate_ood_writes_a_histogram_png_and_logs_to_tensorboard(trained_workdir, tmp_path):
+  workdir = str(copy_of(trained_workdir, tmp_path))  # it writes to the run
   result = run_command('evaluate_ood.py', f'--workdir={workdir}', '--num=40', '--batch_size=20',
                        '--sets=uniform_noise')
   assert result.returncode == 0, result.stderr[-2000:]
