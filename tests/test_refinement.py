@@ -14,7 +14,7 @@ from tf_hat_ebm.keras_compat import keras
 from tf_hat_ebm.tasks import joint
 from tf_hat_ebm.trainer import Trainer
 
-from conftest import tiny
+from conftest import copy_of, tiny
 from conftest import train_keeps_generator_frozen
 
 
@@ -42,13 +42,22 @@ def savedmodel_config(path, **overrides):
                                   'generator.output_range': (0.0, 1.0), **overrides})
 
 
-def test_refinement_over_a_savedmodel_keeps_the_generator_frozen(saved_decoder, tmp_path):
+@pytest.fixture(scope='module')
+def savedmodel_run(saved_decoder, tmp_path_factory):
+  """(workdir, task, generator and hat weights before, metrics) of a refinement over
+  saved_decoder trained 2 steps: one training for the tests below (read-only: copy_of it)."""
   config = savedmodel_config(saved_decoder)
-  strategy = tf.distribute.get_strategy()
-  task = joint.JointTask(config, strategy)
+  task = joint.JointTask(config, tf.distribute.get_strategy())
   g_before = [v.numpy().copy() for v in task.generator.model.variables]
   hat_before = [v.numpy().copy() for v in task.hat.trainable_variables]
-  metrics = Trainer(task, config, str(tmp_path), strategy, verbose=False).train(2)
+  workdir = tmp_path_factory.mktemp('savedmodel_run')
+  metrics = Trainer(task, config, str(workdir), tf.distribute.get_strategy(),
+                    verbose=False).train(2)
+  return workdir, task, g_before, hat_before, metrics
+
+
+def test_refinement_over_a_savedmodel_keeps_the_generator_frozen(savedmodel_run):
+  workdir, task, g_before, hat_before, metrics = savedmodel_run
   assert set(metrics) == set(joint.JointTask.metric_names)
   assert all(np.isfinite(v) for v in metrics.values())
   assert metrics['latent_grad_norm'] > 0 and metrics['residual_grad_norm'] > 0
@@ -56,7 +65,7 @@ def test_refinement_over_a_savedmodel_keeps_the_generator_frozen(saved_decoder, 
     np.testing.assert_array_equal(a, b.numpy())
   assert any(not np.array_equal(a, b.numpy())
              for a, b in zip(hat_before, task.hat.trainable_variables))
-  assert sorted(os.listdir(tmp_path / 'samples')) == [
+  assert sorted(os.listdir(workdir / 'samples')) == [
       'data.png', 'generator_0000002.png', 'residual_0000002.png', 'samples_0000002.png']
   # outputs mapped from the declared (0, 1) to the data's [-1, 1]
   z = tf.random.normal([3, 4])
@@ -98,17 +107,15 @@ def unshaped_decoder():
   return lambda z: tf.zeros([tf.shape(z)[0], 16, 16, 1])
 
 
-def test_divergence_rollback_serves_the_joint_task_too(saved_decoder, tmp_path):
+def test_divergence_rollback_serves_the_joint_task_too(saved_decoder, savedmodel_run, tmp_path):
   strategy = tf.distribute.get_strategy()
-  config = savedmodel_config(saved_decoder)
-  Trainer(joint.JointTask(config, strategy), config, str(tmp_path), strategy,
-          verbose=False).train(2)
+  workdir = copy_of(savedmodel_run[0], tmp_path)  # at step 2
   absurd = savedmodel_config(saved_decoder, **{
       'optim.hat_lr': 1e30, 'training.rollback_on_divergence': True,
       'training.rollback_lr_factor': 1e-34, 'training.max_rollbacks': 1,
       'training.num_steps': 4})
   task = joint.JointTask(absurd, strategy)
-  trainer = Trainer(task, absurd, str(tmp_path), strategy, verbose=False)
+  trainer = Trainer(task, absurd, str(workdir), strategy, verbose=False)
   metrics = trainer.train()
   assert trainer.guard.rollbacks == 1
   assert int(trainer.step.numpy()) == 4 and all(np.isfinite(v) for v in metrics.values())
@@ -116,6 +123,7 @@ def test_divergence_rollback_serves_the_joint_task_too(saved_decoder, tmp_path):
 
 
 def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved_decoder,
+                                                                           savedmodel_run,
                                                                            tmp_path):
   from tf_hat_ebm import trained_run  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm import digits_eval  # pylint: disable=g-import-not-at-top
@@ -123,11 +131,7 @@ def test_side_by_side_comparison_scores_every_method_from_the_same_latents(saved
   from tf_hat_ebm.evaluation import features  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.evaluation import samplers  # pylint: disable=g-import-not-at-top
   config = savedmodel_config(saved_decoder)
-  strategy = tf.distribute.get_strategy()
-  workdir = str(tmp_path / 'run')
-  Trainer(joint.JointTask(config, strategy), config, workdir, strategy,
-          verbose=False).train(2)
-  run = trained_run.load_run(workdir, trust_code=True)  # its SavedModel: our own
+  run = trained_run.load_run(str(savedmodel_run[0]), trust_code=True)  # its SavedModel: ours
   assert run.step == 2
   task = run.model
   methods = samplers.joint(run)
