@@ -159,7 +159,7 @@ def test_the_settings_pages_expected_results_are_the_reports():
   per_seed = next(r for r in report['tables']['synthesis']
                   if r['label'].startswith('Hat EBM'))['per_seed']
   assert f'X = G(Z) + Y {min(per_seed):.2f}-{max(per_seed):.2f};' in synth
-  assert synth.endswith(' | 9,000 | 1,209-1,964 |')  # steps, and the seeds' stage seconds
+  assert synth.endswith(' | 9,000 | 742-773 |')  # steps, and the seeds' stage seconds
   edited = json.loads(json.dumps(report))
   edited['stages']['synthesis_s1']['seconds'] = 99.0
   assert quote.expected_block(edited) != expected

@@ -249,7 +249,7 @@ def test_the_digits_report_says_what_it_does_not_test():
   _, checks = tables.checks_table(records_for([0, 1, 2]), [0, 1, 2])
   why = departures.effect_lines(checks)
   assert len(why) == 2 + len(checks) + 1 and why[2].startswith(
-      '- Hat EBM beats its SN-GAN (Table 1): the digits SN-GAN is scored at the end')
+      '- Hat EBM beats its SN-GAN (Table 1): the digits SN-GAN is trained for 1,500 digits')
 
 
 def test_the_report_says_which_arms_the_scale_shortened_and_why():
