@@ -50,14 +50,22 @@ def interruptible(fn, *args, **kwargs):
       result['error'] = e
 
   thread = threading.Thread(target=work, name='interruptible', daemon=True)
-  with sigterm_as_interrupt():
-    try:
-      thread.start()
-      while thread.is_alive():
-        thread.join(POLL_SECONDS)
-    except KeyboardInterrupt:
-      _ABANDONED.append(thread)
-      raise
+  # The signals only flag the request; the KeyboardInterrupt is raised from this loop. Raised by
+  # the handler, it could land in a destructor the main thread runs, be printed and be ignored.
+  requested = []
+  taken = [s for s in (signal.SIGINT, signal.SIGTERM)
+           if s == signal.SIGTERM or signal.getsignal(s) is signal.default_int_handler]
+  previous = {s: signal.signal(s, lambda signum, frame: requested.append(signum)) for s in taken}
+  try:
+    thread.start()
+    while thread.is_alive():
+      thread.join(POLL_SECONDS)
+      if requested:
+        _ABANDONED.append(thread)
+        raise KeyboardInterrupt
+  finally:
+    for s, handler in previous.items():
+      signal.signal(s, handler)
   if 'error' in result:
     raise result['error']
   return result['value']
