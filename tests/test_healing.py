@@ -154,3 +154,25 @@ def test_a_write_into_an_output_over_the_file_size_limit_names_the_output(tmp_pa
     with outputs.OwnedOutput(str(tmp_path), 'sample', False, 'output'):
       raise OSError(errno.EFBIG, 'File too large')
   assert os.listdir(tmp_path) == []
+
+
+def test_a_signal_during_a_chain_only_flags_and_the_wait_raises_the_interrupt():
+  """The handlers inside interruptible return (a KeyboardInterrupt raised by the handler could
+  land in a destructor and be ignored); the wait loop raises it, and the handlers are restored."""
+  from tf_hat_ebm import interrupts  # pylint: disable=g-import-not-at-top
+  before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+  returned = []
+
+  def chain():
+    for signum in (signal.SIGINT, signal.SIGTERM):
+      signal.getsignal(signum)(signum, None)  # the handler as the main thread would run it
+      returned.append(signum)
+    time.sleep(1)
+
+  try:
+    with pytest.raises(KeyboardInterrupt):
+      interrupts.interruptible(chain)
+  finally:
+    interrupts._ABANDONED.clear()  # pylint: disable=protected-access
+  assert returned == [signal.SIGINT, signal.SIGTERM]
+  assert {s: signal.getsignal(s) for s in before} == before
