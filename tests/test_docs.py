@@ -226,3 +226,13 @@ def test_the_sngan_settings_quote_their_committed_runs():
   settings = _text(os.path.join(REPO, 'docs', 'digits_settings.md'))
   said = f'paired {mean:+.2f}, 95% interval [{low:+.2f}, {high:+.2f}]'
   assert said in settings, said
+
+
+def test_the_reproduce_pages_reading_of_the_run_quotes_the_committed_report():
+  """reproduce.md's hand-written reading of the committed run: each FID (two decimals) and
+  relative change it names is one the committed report.md prints."""
+  page = _text(os.path.join(REPO, 'docs', 'reproduce.md'))
+  section = page[page.index('**What this run says.**'):page.index("**DDLS's grid on this GAN.**")]
+  said = re.findall(r'(?<![\d.])\d+\.\d\d(?!\d)|-\d+\.\d%', section)
+  report = _text(os.path.join(REPO, 'docs', 'reproduction', 'digits', 'report.md'), code=True)
+  assert len(said) >= 6 and [n for n in said if n not in report] == []
