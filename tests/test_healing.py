@@ -94,7 +94,10 @@ def test_a_signal_mid_chain_stops_sample_within_seconds(trained_workdir, tmp_pat
       [sys.executable, os.path.join(REPO, 'experiments', 'sample.py'), f'--workdir={workdir}',
        f'--output={output}', '--num_samples=64', '--batch_size=64'], cwd=REPO,
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-      env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL='3'))
+      env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL='3'),
+      # Ctrl-C at its default, as a terminal starts a command: a test worker may hold SIGINT
+      # ignored, and a child started so keeps ignoring it (POSIX)
+      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
   try:
     for line in proc.stdout:  # the chain starts after this line
       if line.startswith('drawing 64 samples'):
@@ -160,6 +163,7 @@ def test_a_signal_during_a_chain_only_flags_and_the_wait_raises_the_interrupt():
   """The handlers inside interruptible return (a KeyboardInterrupt raised by the handler could
   land in a destructor and be ignored); the wait loop raises it, and the handlers are restored."""
   from tf_hat_ebm import interrupts  # pylint: disable=g-import-not-at-top
+  worker = signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's Ctrl-C
   before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
   returned = []
 
@@ -172,7 +176,8 @@ def test_a_signal_during_a_chain_only_flags_and_the_wait_raises_the_interrupt():
   try:
     with pytest.raises(KeyboardInterrupt):
       interrupts.interruptible(chain)
+    assert {s: signal.getsignal(s) for s in before} == before
   finally:
     interrupts._ABANDONED.clear()  # pylint: disable=protected-access
+    signal.signal(signal.SIGINT, worker)
   assert returned == [signal.SIGINT, signal.SIGTERM]
-  assert {s: signal.getsignal(s) for s in before} == before
