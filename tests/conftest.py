@@ -33,7 +33,8 @@ CONFIGS = os.path.join(REPO, 'experiments', 'configs')
 # Must happen before TensorFlow touches a device: one process, two logical CPUs for all tests.
 TWO_CPUS = use_logical_cpus(2)
 
-# Every kind shrunk to seconds: 8-wide networks, 2-step chains, batch 4, a checkpoint every 2 steps.
+# Every kind shrunk to seconds: 8-wide networks, 2-step chains, batch 4, a checkpoint every 2 steps,
+# no PNG figures (a test of figures sets training.figures).
 # Not perf.precision 'auto': the tests compute the same numbers whether or not the CPU has bf16.
 SMALL = {
     'model.hat_width': 8, 'model.gen_width': 8, 'model.disc_width': 8, 'model.enc_width': 8,
@@ -41,7 +42,7 @@ SMALL = {
     'langevin.steps': 2, 'sampling.steps': 2, 'ddls.steps': 2,
     'training.batch_size': 4, 'training.num_steps': 4, 'training.steps_per_loop': 2,
     'training.log_every': 2, 'training.checkpoint_every': 2, 'training.eval_every': 2,
-    'training.sample_every': 4, 'training.num_grid_samples': 4,
+    'training.sample_every': 4, 'training.num_grid_samples': 4, 'training.figures': False,
     'perf.precision': 'float32',
 }
 # What a kind needs on top of SMALL to run in seconds, by config.experiment (dotted path -> value):
@@ -105,6 +106,16 @@ def tiny(experiment='digits_synth', **overrides):
   return config
 
 
+@pytest.fixture(autouse=True)
+def _eager_unless_graph(request):
+  """tf.functions run eagerly (no tracing: a tiny training costs half) unless the test is marked
+  `graph`: the tests of what only graphs do (one chain across export, the compiled paths) and a
+  training of each of the scripts' paths. The scripts the slow tests start always run graphs."""
+  tf.config.run_functions_eagerly(request.node.get_closest_marker('graph') is None)
+  yield
+  tf.config.run_functions_eagerly(True)
+
+
 @pytest.fixture(name='tiny')
 def tiny_fixture():
   return tiny
@@ -127,7 +138,7 @@ def trained_run(tmp_path_factory):
   from tf_hat_ebm.tasks.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
   workdir = str(tmp_path_factory.mktemp('trained'))
-  config = tiny()
+  config = tiny(**{'training.figures': True})  # a whole run's outputs: the figures tests read
   strategy = tf.distribute.get_strategy()
   trainer = Trainer(SynthesisTask(config, strategy), config, workdir, strategy, verbose=False)
   trainer.train(2)
@@ -196,7 +207,8 @@ def trained_autoencoder(tmp_path_factory):
   from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
   config = tiny('digits_autoencoder', **{
       'training.batch_size': 8, 'training.num_steps': 2, 'training.steps_per_loop': 1,
-      'training.eval_every': 1, 'training.eval_examples': 16, 'training.sample_every': 2})
+      'training.eval_every': 1, 'training.eval_examples': 16, 'training.sample_every': 2,
+      'training.figures': True})
   workdir = str(tmp_path_factory.mktemp('autoencoder'))
   strategy = tf.distribute.get_strategy()
   task = autoencoder.AutoencoderTask(config, strategy)
@@ -238,7 +250,7 @@ def folder_workdir(digits_folder, tmp_path_factory):
   from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
   workdir = str(tmp_path_factory.mktemp('folder_run'))
   config = tiny(**{'data.name': f'folder:{digits_folder[0]}', 'data.random_flip': True,
-                   'data.cache': False})
+                   'data.cache': False, 'training.figures': True})
   strategy = tf.distribute.get_strategy()
   Trainer(SynthesisTask(config, strategy), config, workdir, strategy, verbose=False).train(4)
   return workdir

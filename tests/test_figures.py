@@ -209,3 +209,11 @@ def test_historical_figure_shows_the_four_arms_in_the_papers_order(tmp_path):
   assert len(meta['labels']) == 3
   with pytest.raises(ValueError, match='not \\[.hybrid.\\]'):
     figures.historical_figure({'hybrid': samples['bank']})
+
+
+def test_a_run_with_figures_off_writes_no_png_and_keeps_its_numbers(four_steps):
+  # conftest's tiny() sets training.figures False: a grid was sampled at step 4, none drawn.
+  assert not (four_steps / 'samples').exists()
+  assert not (four_steps / 'training_curves.png').exists()
+  assert (four_steps / 'checkpoints' / 'ckpt-4.index').exists()
+  assert summaries.read_scalars(str(four_steps / 'tensorboard'))

@@ -145,7 +145,7 @@ class RunawayTask(SynthesisTask):
 
 
 def runaway_trainer(workdir, **guard):
-  config = tiny(**{'training.max_rollbacks': 3})
+  config = tiny(**{'training.max_rollbacks': 3, 'training.figures': True})  # a stop's curve
   config.training.guard.update(guard)
   task = RunawayTask(config, STRATEGY)
   trainer = Trainer(task, config, str(workdir), STRATEGY, verbose=False)
@@ -160,6 +160,7 @@ def runaway_trainer(workdir, **guard):
   return trainer, saved
 
 
+@pytest.mark.graph  # 40 steps: a graph is faster than running them eagerly
 def test_guard_stops_a_runaway_and_saves_nothing_while_counting(tmp_path):
   trainer, saved = runaway_trainer(tmp_path)
   with pytest.raises(RunawayError, match=r'runaway at step 16: \|energy_diff\| .* > training.guard'
@@ -172,6 +173,7 @@ def test_guard_stops_a_runaway_and_saves_nothing_while_counting(tmp_path):
                                                                                'ckpt-14'))]
 
 
+@pytest.mark.graph  # 40 steps: a graph is faster than running them eagerly
 def test_guard_rollback_restores_the_last_good_checkpoint_and_compounds(tmp_path):
   trainer, saved = runaway_trainer(tmp_path, action='rollback')
   task, after = trainer.task, []
@@ -197,6 +199,7 @@ def test_guard_rollback_restores_the_last_good_checkpoint_and_compounds(tmp_path
       np.testing.assert_array_equal(w, s)
 
 
+@pytest.mark.graph  # 40 steps: a graph is faster than running them eagerly
 def test_guard_is_quiet_on_a_healthy_run(tmp_path):
   config = tiny(**{'training.steps_per_loop': 5, 'training.log_every': 10,
                    'training.checkpoint_every': 10, 'training.sample_every': 40})

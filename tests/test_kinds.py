@@ -41,6 +41,7 @@ def test_a_kind_from_two_files_trains_with_a_frozen_generator(toy_run):
   assert os.path.exists(os.path.join(workdir, 'checkpoints', 'ckpt-4.index'))
 
 
+@pytest.mark.graph  # the module's samples against the task's own chain: graphs, as scripts run
 def test_a_kind_from_two_files_samples_and_exports(toy_run, tmp_path):
   workdir = toy_run[0]
   run = trained_run.load_run(workdir)

@@ -22,6 +22,9 @@ from tf_hat_ebm.trainer import Trainer
 
 from conftest import tiny, train_keeps_generator_frozen
 
+# Graphs, as every script runs them: eagerly, stateful random ops draw another stream.
+pytestmark = pytest.mark.graph
+
 SEED, NUM = 7, 5
 
 

@@ -39,7 +39,6 @@ def test_every_paper_config_is_one_the_paper_scale_reproduction_trains():
   assert PAPER_CONFIGS and set(PAPER_CONFIGS) == planned
 
 
-@pytest.mark.filterwarnings('ignore:Even though the `tf.config.experimental_run_functions_eagerly')
 @pytest.mark.parametrize('name', PAPER_CONFIGS)
 def test_paper_config_trains_one_step_on_mock_data(name, tmp_path):
   config = tiny(name)
@@ -54,17 +53,14 @@ def test_paper_config_trains_one_step_on_mock_data(name, tmp_path):
         config.model[field] = 16
   strategy = tf.distribute.get_strategy()
   task_class = registry.for_config(config).task_class()
-  # Eagerly: tracing and optimising the graphs of one step would take most of the time.
-  tf.config.run_functions_eagerly(True)
+  # Eagerly, as every test not marked `graph` (conftest): tracing and optimising the graphs of
+  # one step would take most of the time.
   with tfds.testing.mock_data(num_examples=8):
     if config.experiment == 'joint':  # an untrained generator of the paper's shapes
       task = task_class(config, strategy, generator=generators.untrained(config))
     else:
       task = task_class(config, strategy)
-    try:
-      metrics = Trainer(task, config, str(tmp_path), strategy, verbose=False).train(1)
-    finally:
-      tf.config.run_functions_eagerly(False)
+    metrics = Trainer(task, config, str(tmp_path), strategy, verbose=False).train(1)
   assert metrics and all(np.isfinite(v) for v in metrics.values()), metrics
   assert os.path.exists(tmp_path / 'checkpoints' / 'ckpt-1.index')
   assert (data.image_size, data.channels) == {

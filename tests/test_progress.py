@@ -59,7 +59,7 @@ def test_a_training_run_logged_to_a_file_has_plain_lines_and_ends_with_its_outpu
   import tensorflow as tf
   from tf_hat_ebm.tasks.synthesis import SynthesisTask
   from tf_hat_ebm.trainer import Trainer
-  config = tiny()
+  config = tiny(**{'training.figures': True})  # the log names every output
   config.training.steps_per_loop = 1
   strategy = tf.distribute.get_strategy()
   workdir = str(tmp_path / 'run')

@@ -38,6 +38,7 @@ def saved_decoder(tmp_path_factory):
 
 def savedmodel_config(path, **overrides):
   return tiny('digits_refine', **{'generator.source': 'savedmodel', 'generator.path': path,
+                                  'training.figures': True,
                                   'generator.latent_shape': (4,),
                                   'generator.output_range': (0.0, 1.0), **overrides})
 

@@ -24,7 +24,8 @@ def make_trainer(workdir, config=None, **kwargs):
 
 
 def listing(workdir):
-  return {d: sorted(os.listdir(workdir / d)) for d in ('checkpoints', 'samples')}
+  return {d: sorted(os.listdir(workdir / d)) for d in ('checkpoints', 'samples')
+          if (workdir / d).is_dir()}
 
 
 def damage(ckpt, how):

@@ -64,7 +64,7 @@ def test_spectral_norm_bounds_the_kernel():
 
 
 def test_training_saves_g_and_d_and_loader_rejects_a_mismatch(tmp_path):
-  config = tiny('digits_sngan', **{'training.gen_ema': 0.999})
+  config = tiny('digits_sngan', **{'training.gen_ema': 0.999, 'training.figures': True})
   strategy = tf.distribute.get_strategy()
   task = sngan.SNGANTask(config, strategy)
   trainer = Trainer(task, config, str(tmp_path), strategy, verbose=False)

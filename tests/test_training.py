@@ -26,7 +26,7 @@ def snapshot(task):
 
 
 def test_two_replica_training_changes_bank_and_stays_finite(two_replicas, tmp_path):
-  config = tiny()
+  config = tiny(**{'training.figures': True})
   task = SynthesisTask(config, two_replicas)
   trainer = Trainer(task, config, str(tmp_path), two_replicas, verbose=False)
   trainer.restore_or_initialize()

@@ -244,6 +244,7 @@ def save_generator(path, scale=1.0):
 
 def refine_config(folder, generator, **fields):
   return tiny('digits_refine', **{'data.name': f'folder:{folder}', 'generator.source': 'savedmodel',
+                                  'training.figures': True,
                                   'generator.path': generator, 'generator.latent_shape': (),
                                   'generator.output_range': (0.0, 1.0), **fields})
 
@@ -342,6 +343,7 @@ def retrofit_flags(decoder, workdir):
           '--config.training.num_grid_samples=4', f'--workdir={workdir}']
 
 
+@pytest.mark.graph  # the script's run and chain are faster as graphs
 def test_a_retrofit_of_your_decoder_trains_and_samples(tmp_path):
   decoder, workdir = save_decoder(tmp_path / 'decoder'), str(tmp_path / 'retrofit')
   result = run_command('train_retrofit.py', *retrofit_flags(decoder, workdir))

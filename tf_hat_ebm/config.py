@@ -104,6 +104,9 @@ def _common(kind):
   # One grid early as well (0: none), so that a run shows its first samples in minutes.
   training.first_grid = 100
   training.num_grid_samples = 64
+  # The PNG figures (sample grids, energy histograms, training curves) and their TensorBoard
+  # images; False keeps numbers and checkpoints alone (sweeps of many short runs, the tests).
+  training.figures = True
   # Save the input pipeline's position (and shuffle buffer) in checkpoints, for exact resume.
   # Costs shuffle_buffer images per checkpoint: off for ImageNet.
   training.checkpoint_data_iterator = True

@@ -65,6 +65,8 @@ def clip_images(x):
 
 def check_num_samples(num_samples, function):
   """Asserts 1 <= num_samples <= MAX_SAMPLES inside a traced function."""
+  # As an int64 tensor: a function run eagerly (tf.config.run_functions_eagerly) gets a Python int.
+  num_samples = tf.convert_to_tensor(num_samples, tf.int64)
   return [tf.debugging.assert_positive(num_samples,
                                        message=f'{function}: num_samples must be >= 1'),
           tf.debugging.assert_less_equal(

@@ -208,6 +208,8 @@ class RunReport:
     self.sample_dir = os.path.join(workdir, 'samples')
     self._data = None
     self.written = {}  # path -> metadata of every figure this run wrote
+    # A workdir's config.json from before training.figures draws them.
+    self.figures = config.get('training', {}).get('figures', True)
 
   def start(self, step):
     if not self.is_chief:
@@ -223,7 +225,7 @@ class RunReport:
   def grids(self, step, grids):
     """Labelled figures of the grid samples ({'x'[, 'g_z', 'y']}) as PNG and in TensorBoard, and
     the energy histograms of data and samples. Returns the figures' metadata by file name."""
-    if not self.is_chief:
+    if not (self.is_chief and self.figures):
       return {}
     written = {}
     what = f'{self.name}, step {step}'
@@ -286,7 +288,7 @@ class RunReport:
 
   def finish(self, step):
     """The training curves of the whole run (every event file of the workdir) as one PNG."""
-    if not self.is_chief:
+    if not (self.is_chief and self.figures):
       return None
     self.writer.flush()
     series = {t.split('/', 1)[-1]: v
