@@ -8,6 +8,9 @@ from tf_hat_ebm.reproduction import tables
 
 from conftest import tiny
 
+# Graphs, as the scripts run: hundreds of FIDs, each one graph call (eagerly: ~16 ms of ops each).
+pytestmark = pytest.mark.graph
+
 
 @pytest.fixture(scope='module', name='setup')
 def setup_fixture(tmp_path_factory):
