@@ -160,7 +160,6 @@ def runaway_trainer(workdir, **guard):
   return trainer, saved
 
 
-@pytest.mark.graph  # 40 steps: a graph is faster than running them eagerly
 def test_guard_stops_a_runaway_and_saves_nothing_while_counting(tmp_path):
   trainer, saved = runaway_trainer(tmp_path)
   with pytest.raises(RunawayError, match=r'runaway at step 16: \|energy_diff\| .* > training.guard'

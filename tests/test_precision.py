@@ -83,7 +83,6 @@ def test_detect_on_this_machine(two_replicas):
   assert nets.resolve_precision('auto')[0] == ('mixed_bfloat16' if native else 'float32')
 
 
-@pytest.mark.graph  # bf16 ops one at a time are slower than the graph's trace
 def test_every_run_says_and_records_its_precision_and_time(tmp_path, capsys, monkeypatch):
   """Two runs of one workdir: 'auto' on a CPU without bf16 (float32), then an explicit
   mixed_bfloat16 that wins over the hardware; each prints and records its own entry."""

@@ -3,6 +3,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -120,10 +121,16 @@ def test_a_resume_takes_over_a_stale_lock_clears_orphans_and_reads_an_older_conf
   field added since (optim.hat_clip_mode) is read as its default."""
   workdir = copy_of(four_steps, tmp_path)
   lock = workdir / workdir_lib.LOCK_NAME
-  lock.write_text(json.dumps(dict(pid=os.getppid(), host=socket.gethostname())))
-  with pytest.raises(workdir_lib.WorkdirLockedError,
-                     match=rf'in use .*train.lock holds pid {os.getppid()} on host '):
-    make_trainer(workdir).train(6)
+  # A live Python process of this host holds it (not the parent: under a shell it is not Python).
+  holder = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])
+  try:
+    lock.write_text(json.dumps(dict(pid=holder.pid, host=socket.gethostname())))
+    with pytest.raises(workdir_lib.WorkdirLockedError,
+                       match=rf'in use .*train.lock holds pid {holder.pid} on host '):
+      make_trainer(workdir).train(6)
+  finally:
+    holder.kill()
+    holder.wait()
   assert lock.exists()
   gone = subprocess.Popen(['true'])
   gone.wait()

@@ -63,6 +63,9 @@ def test_spectral_norm_bounds_the_kernel():
                              rtol=1e-3)
 
 
+# A graph, as the scripts train: the SN-GAN's one graph training of the fast suite (and of CI's
+# current-stack run, which has no slow tests).
+@pytest.mark.graph
 def test_training_saves_g_and_d_and_loader_rejects_a_mismatch(tmp_path):
   config = tiny('digits_sngan', **{'training.gen_ema': 0.999, 'training.figures': True})
   strategy = tf.distribute.get_strategy()

@@ -343,7 +343,6 @@ def retrofit_flags(decoder, workdir):
           '--config.training.num_grid_samples=4', f'--workdir={workdir}']
 
 
-@pytest.mark.graph  # the script's run and chain are faster as graphs
 def test_a_retrofit_of_your_decoder_trains_and_samples(tmp_path):
   decoder, workdir = save_decoder(tmp_path / 'decoder'), str(tmp_path / 'retrofit')
   result = run_command('train_retrofit.py', *retrofit_flags(decoder, workdir))
