@@ -1,6 +1,7 @@
 """Test setup: two logical CPU devices (for MirroredStrategy tests) and tiny configs."""
 import ast
 import contextlib
+import fcntl
 import io
 import os
 import shutil
@@ -116,6 +117,17 @@ def _eager_unless_graph(request):
   tf.config.run_functions_eagerly(True)
 
 
+@contextlib.contextmanager
+def eagerly():
+  """In a `graph` test, what is not under test (a training before its export is compared) run
+  eagerly: no tracing."""
+  tf.config.run_functions_eagerly(True)
+  try:
+    yield
+  finally:
+    tf.config.run_functions_eagerly(False)
+
+
 @pytest.fixture(name='tiny')
 def tiny_fixture():
   return tiny
@@ -131,24 +143,47 @@ def two_replicas():
   return tf.distribute.MirroredStrategy(TWO_CPUS)
 
 
-@pytest.fixture(scope='session')
-def trained_run(tmp_path_factory):
-  """(workdir, trainer) of tiny() trained for 2 steps (checkpoint, config.json, grids at step 2):
-  the trainer for what it kept in memory (its report's figures). Read-only."""
+def shared_dir(tmp_path_factory, name, build):
+  """Directory `name`, made by build(path) once for the whole run: by whichever pytest-xdist
+  worker asks first, while the others wait on its lock. Read-only, as a session fixture's."""
+  root = tmp_path_factory.getbasetemp()
+  if os.environ.get('PYTEST_XDIST_WORKER'):
+    root = root.parent  # pytest-N/popen-gwK: the workers of this run share pytest-N
+  path, done = root / name, root / f'{name}.done'
+  with open(root / f'{name}.lock', 'w') as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    if not done.exists():
+      shutil.rmtree(path, ignore_errors=True)  # a build that failed in another worker
+      path.mkdir()
+      build(path)
+      done.touch()
+  return path
+
+
+def train_tiny(workdir, steps, **overrides):
+  """tiny(**overrides) trained `steps` steps in workdir; the trainer."""
   from tf_hat_ebm.tasks.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
   from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
-  workdir = str(tmp_path_factory.mktemp('trained'))
-  config = tiny(**{'training.figures': True})  # a whole run's outputs: the figures tests read
+  config = tiny(**overrides)
   strategy = tf.distribute.get_strategy()
-  trainer = Trainer(SynthesisTask(config, strategy), config, workdir, strategy, verbose=False)
-  trainer.train(2)
-  return workdir, trainer
+  trainer = Trainer(SynthesisTask(config, strategy), config, str(workdir), strategy, verbose=False)
+  trainer.train(steps)
+  return trainer
 
 
 @pytest.fixture(scope='session')
-def trained_workdir(trained_run):
-  """trained_run's workdir, for the eval tests (read-only: copy_of it to write)."""
-  return trained_run[0]
+def trained_run(tmp_path_factory):
+  """(workdir, trainer) of tiny() with figures trained for 2 steps (checkpoint, config.json,
+  grids at step 2): the trainer for what it kept in memory (its report's figures). Read-only."""
+  workdir = str(tmp_path_factory.mktemp('trained'))
+  return workdir, train_tiny(workdir, 2, **{'training.figures': True})
+
+
+@pytest.fixture(scope='session')
+def trained_workdir(tmp_path_factory):
+  """A workdir as trained_run's, for the eval tests (read-only: copy_of it to write)."""
+  return str(shared_dir(tmp_path_factory, 'trained',
+                        lambda path: train_tiny(path, 2, **{'training.figures': True})))
 
 
 @pytest.fixture(scope='session')
@@ -156,11 +191,15 @@ def exported_workdir(trained_workdir, tmp_path_factory):
   """(path, printed lines) of trained_workdir's export (export_run): read-only, copy it to edit.
   One save for the tests that read an export: a save traces every signature."""
   from tf_hat_ebm import export  # pylint: disable=g-import-not-at-top
-  path = str(tmp_path_factory.mktemp('exported') / 'saved_model')
-  printed = io.StringIO()
-  with contextlib.redirect_stdout(printed):
-    export.export_run(trained_workdir, path)
-  return path, printed.getvalue()
+
+  def build(path):
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+      export.export_run(trained_workdir, str(path / 'saved_model'))
+    (path / 'printed.txt').write_text(printed.getvalue())
+
+  path = shared_dir(tmp_path_factory, 'exported', build)
+  return str(path / 'saved_model'), (path / 'printed.txt').read_text()
 
 
 def train_tiny_refinement(gan_dir, run_dir):
@@ -183,13 +222,7 @@ def train_tiny_refinement(gan_dir, run_dir):
 def four_steps(tmp_path_factory):
   """A workdir of tiny() trained 4 steps: checkpoints ckpt-2 and ckpt-4, samples at step 4.
   Read-only: a test that writes works on copy_of(four_steps, tmp_path)."""
-  from tf_hat_ebm.tasks.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
-  from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
-  workdir = tmp_path_factory.mktemp('four')
-  config = tiny()
-  strategy = tf.distribute.get_strategy()
-  Trainer(SynthesisTask(config, strategy), config, str(workdir), strategy, verbose=False).train(4)
-  return workdir
+  return shared_dir(tmp_path_factory, 'four', lambda path: train_tiny(path, 4))
 
 
 def copy_of(workdir, tmp_path):
@@ -231,14 +264,16 @@ def digits_folder(tmp_path_factory):
   """(a folder of FOLDER_IMAGES digit PNGs in class folders class_<label>/, uint8 [n, 8, 8, 1]
   pixels in the order of their sorted paths): a user's folder of images."""
   from tf_hat_ebm import data  # pylint: disable=g-import-not-at-top
-  folder = tmp_path_factory.mktemp('digits_png')
   images, labels = data.digits_arrays('train')
   pixels = np.round((images[:FOLDER_IMAGES] + 1.0) * 127.5).astype(np.uint8)
-  paths = [str(folder / f'class_{label}' / f'{i:04d}.png')
-           for i, label in enumerate(labels[:FOLDER_IMAGES])]
-  for path, image in zip(paths, pixels):
-    write_png(path, image)
-  order = np.argsort(paths)
+  names = [f'class_{label}/{i:04d}.png' for i, label in enumerate(labels[:FOLDER_IMAGES])]
+
+  def build(folder):
+    for name, image in zip(names, pixels):
+      write_png(str(folder / name), image)
+
+  folder = shared_dir(tmp_path_factory, 'digits_png', build)
+  order = np.argsort([str(folder / name) for name in names])
   return str(folder), pixels[order]
 
 
@@ -246,14 +281,9 @@ def digits_folder(tmp_path_factory):
 def folder_workdir(digits_folder, tmp_path_factory):
   """A workdir of tiny() on `digits_folder`'s PNGs (folder:<path>) trained for 4 steps, with
   random flips and no cache (its checkpoints save the input position of that pipeline)."""
-  from tf_hat_ebm.tasks.synthesis import SynthesisTask  # pylint: disable=g-import-not-at-top
-  from tf_hat_ebm.trainer import Trainer  # pylint: disable=g-import-not-at-top
-  workdir = str(tmp_path_factory.mktemp('folder_run'))
-  config = tiny(**{'data.name': f'folder:{digits_folder[0]}', 'data.random_flip': True,
-                   'data.cache': False, 'training.figures': True})
-  strategy = tf.distribute.get_strategy()
-  Trainer(SynthesisTask(config, strategy), config, workdir, strategy, verbose=False).train(4)
-  return workdir
+  return str(shared_dir(tmp_path_factory, 'folder_run', lambda path: train_tiny(
+      path, 4, **{'data.name': f'folder:{digits_folder[0]}', 'data.random_flip': True,
+                  'data.cache': False, 'training.figures': True})))
 
 
 def script_call(script):

@@ -20,9 +20,10 @@ from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.tasks import joint
 from tf_hat_ebm.trainer import Trainer
 
-from conftest import tiny, train_keeps_generator_frozen
+from conftest import eagerly, tiny, train_keeps_generator_frozen
 
-# Graphs, as every script runs them: eagerly, stateful random ops draw another stream.
+# Graphs, as every script runs them: eagerly, stateful random ops draw another stream. The
+# synthesis and retrofit runs train eagerly (the guard's and the bf16 refinement's are graphs).
 pytestmark = pytest.mark.graph
 
 SEED, NUM = 7, 5
@@ -33,6 +34,12 @@ def train(config, workdir):
   task = registry.for_config(config).task_class()(config, strategy)
   Trainer(task, config, workdir, strategy, verbose=False).train(2)
   return task
+
+
+def train_eagerly(config, workdir):
+  """train(), its steps run eagerly: the export and the chains compared after it stay graphs."""
+  with eagerly():
+    return train(config, workdir)
 
 
 def training_chain(task, seed=SEED, num=NUM):
@@ -66,7 +73,7 @@ def assert_exported_chain_is_the_training_chain(task, workdir, tmp_path, saved=T
 @pytest.mark.parametrize('saved', [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_synthesis(tmp_path, saved):
   config = tiny('digits_synth', **{'sampling.init_scale': 0.01, 'sampling.steps': 3})
-  task = train(config, str(tmp_path / 'run'))
+  task = train_eagerly(config, str(tmp_path / 'run'))
   assert_exported_chain_is_the_training_chain(task, str(tmp_path / 'run'), tmp_path, saved)
 
 
@@ -89,7 +96,8 @@ def test_retrofit_keeps_its_latents_on_the_decoders_sphere(trained_autoencoder, 
   assert config.sampling.latent_sphere
   # Trained with the decoder frozen (test_autoencoder's retrofit checks what comes before).
   task = joint.JointTask(config, tf.distribute.get_strategy())
-  train_keeps_generator_frozen(task, config, tmp_path / 'run')
+  with eagerly():  # the bf16 refinement above trains the joint task as a graph
+    train_keeps_generator_frozen(task, config, tmp_path / 'run')
   run = assert_exported_chain_is_the_training_chain(task, str(tmp_path / 'run'), tmp_path, saved)
   # The chain without the sphere samples other images: the comparison above can fail.
   off_sphere = dataclasses.replace(run.model, sampling=dataclasses.replace(
