@@ -6,6 +6,7 @@ import io
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from typing import Mapping
 
@@ -20,19 +21,41 @@ os.environ.setdefault('TF_HAT_EBM_CACHE', tempfile.mkdtemp(prefix='tf_hat_ebm_ca
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
-from tf_hat_ebm import cli  # noqa: E402
-from tf_hat_ebm import config as config_lib  # noqa: E402
-from tf_hat_ebm import registry  # noqa: E402
-from tf_hat_ebm import results as result_lib  # noqa: E402
-from tpu_utils import use_logical_cpus  # noqa: E402
+
+def xdist_controller(args):
+  """Whether this process is pytest-xdist's controller (`-n N`, N > 0, in `args`): it hands the
+  tests to its workers and runs none itself."""
+  if os.environ.get('PYTEST_XDIST_WORKER'):
+    return False
+  for i, arg in enumerate(args):
+    if arg in ('-n', '--numprocesses'):
+      value = args[i + 1] if i + 1 < len(args) else ''
+    elif arg.startswith('--numprocesses='):
+      value = arg.split('=', 1)[1]
+    elif arg.startswith('-n') and not arg.startswith('--'):
+      value = arg[2:]
+    else:
+      continue
+    return value in ('auto', 'logical') or (value.isdigit() and int(value) > 0)
+  return False
+
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = os.path.join(REPO, 'experiments', 'configs')
 
-# Must happen before TensorFlow touches a device: one process, two logical CPUs for all tests.
-TWO_CPUS = use_logical_cpus(2)
+# The controller does not load TensorFlow (seconds of CPU for a process that runs no test).
+if not xdist_controller(sys.argv[1:] + os.environ.get('PYTEST_ADDOPTS', '').split()):
+  import tensorflow as tf  # noqa: E402
+
+  from tf_hat_ebm import cli  # noqa: E402
+  from tf_hat_ebm import config as config_lib  # noqa: E402
+  from tf_hat_ebm import registry  # noqa: E402
+  from tf_hat_ebm import results as result_lib  # noqa: E402
+  from tpu_utils import use_logical_cpus  # noqa: E402
+
+  # Must happen before TensorFlow touches a device: one process, two logical CPUs for all tests.
+  TWO_CPUS = use_logical_cpus(2)
 
 # Every kind shrunk to seconds: 8-wide networks, 2-step chains, batch 4, a checkpoint every 2 steps,
 # no PNG figures (a test of figures sets training.figures).

@@ -144,8 +144,8 @@ class RunawayTask(SynthesisTask):
     return out
 
 
-def runaway_trainer(workdir, **guard):
-  config = tiny(**{'training.max_rollbacks': 3, 'training.figures': True})  # a stop's curve
+def runaway_trainer(workdir, figures=False, **guard):
+  config = tiny(**{'training.max_rollbacks': 3, 'training.figures': figures})
   config.training.guard.update(guard)
   task = RunawayTask(config, STRATEGY)
   trainer = Trainer(task, config, str(workdir), STRATEGY, verbose=False)
@@ -161,7 +161,7 @@ def runaway_trainer(workdir, **guard):
 
 
 def test_guard_stops_a_runaway_and_saves_nothing_while_counting(tmp_path):
-  trainer, saved = runaway_trainer(tmp_path)
+  trainer, saved = runaway_trainer(tmp_path, figures=True)  # the stopped run's curves
   with pytest.raises(RunawayError, match=r'runaway at step 16: \|energy_diff\| .* > training.guard'
                      r'.max_abs_energy_diff 100 for 3 checks in a row; last good checkpoint: '
                      r'.*ckpt-10; lower optim.hat_lr.*resume an older checkpoint'):
