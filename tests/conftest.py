@@ -132,10 +132,12 @@ def tiny(experiment='digits_synth', **overrides):
 
 @pytest.fixture(autouse=True)
 def _eager_unless_graph(request):
-  """tf.functions run eagerly (no tracing: a tiny training costs half) unless the test is marked
-  `graph`: the tests of what only graphs do (one chain across export, the compiled paths) and a
-  training of each of the scripts' paths. The scripts the slow tests start always run graphs."""
-  tf.config.run_functions_eagerly(request.node.get_closest_marker('graph') is None)
+  """tf.functions run eagerly in the fast tests (no tracing: a tiny training costs a quarter),
+  but as graphs, as the scripts run them, in a test marked `graph` (what only graphs do: one chain
+  across export; a training of each kind) and in every slow test (the scripts end to end)."""
+  node = request.node
+  tf.config.run_functions_eagerly(node.get_closest_marker('graph') is None and
+                                  node.get_closest_marker('slow') is None)
   yield
   tf.config.run_functions_eagerly(True)
 
