@@ -143,14 +143,16 @@ def _eager_unless_graph(request):
 
 
 @contextlib.contextmanager
-def eagerly():
-  """In a `graph` test, what is not under test (a training before its export is compared) run
-  eagerly: no tracing."""
-  tf.config.run_functions_eagerly(True)
+def functions_run(eagerly):
+  """tf.functions run eagerly (or as graphs) inside, then as before: in a `graph` test what is not
+  under test (a training before its export is compared) runs eagerly; a kind's one graph training
+  in a session fixture runs as graphs."""
+  before = tf.config.functions_run_eagerly()
+  tf.config.run_functions_eagerly(eagerly)
   try:
     yield
   finally:
-    tf.config.run_functions_eagerly(False)
+    tf.config.run_functions_eagerly(before)
 
 
 @pytest.fixture(name='tiny')
@@ -271,7 +273,8 @@ def trained_autoencoder(tmp_path_factory):
   strategy = tf.distribute.get_strategy()
   task = autoencoder.AutoencoderTask(config, strategy)
   trainer = Trainer(task, config, workdir, strategy, verbose=False)
-  metrics = trainer.train(2)
+  with functions_run(eagerly=False):  # the autoencoder's graph training of the fast suite
+    metrics = trainer.train(2)
   return workdir, task, metrics, trainer
 
 

@@ -20,7 +20,7 @@ from tf_hat_ebm import workdir as workdir_lib
 from tf_hat_ebm.tasks import joint
 from tf_hat_ebm.trainer import Trainer
 
-from conftest import eagerly, tiny, train_keeps_generator_frozen
+from conftest import functions_run, tiny, train_keeps_generator_frozen
 
 # Graphs, as every script runs them: eagerly, stateful random ops draw another stream. The
 # synthesis and retrofit runs train eagerly (the guard's and the bf16 refinement's are graphs).
@@ -38,7 +38,7 @@ def train(config, workdir):
 
 def train_eagerly(config, workdir):
   """train(), its steps run eagerly: the export and the chains compared after it stay graphs."""
-  with eagerly():
+  with functions_run(eagerly=True):
     return train(config, workdir)
 
 
@@ -96,7 +96,7 @@ def test_retrofit_keeps_its_latents_on_the_decoders_sphere(trained_autoencoder, 
   assert config.sampling.latent_sphere
   # Trained with the decoder frozen (test_autoencoder's retrofit checks what comes before).
   task = joint.JointTask(config, tf.distribute.get_strategy())
-  with eagerly():  # the bf16 refinement above trains the joint task as a graph
+  with functions_run(eagerly=True):  # the bf16 refinement above trains the joint task as a graph
     train_keeps_generator_frozen(task, config, tmp_path / 'run')
   run = assert_exported_chain_is_the_training_chain(task, str(tmp_path / 'run'), tmp_path, saved)
   # The chain without the sphere samples other images: the comparison above can fail.
