@@ -3,9 +3,9 @@
 For every task kind with a chain (synthesis, refinement, retrofit), a trained workdir is loaded the
 way every evaluation script loads it (trained_run.load_run, the registry's inference model), and
 the samples of one seed of its export module are compared with the training task's own chain on
-`config.sampling` from the same seed. The module is saved and reloaded too: in the fast suite for
-the bf16 refinement (the joint module, its policy rebuilt on load), for the other kinds in a slow
-test (a save traces every signature: seconds of CPU each).
+`config.sampling` from the same seed. The module is saved and reloaded too, for every kind in a
+slow twin (a save traces every signature: seconds of CPU each; the bf16 refinement's checks the
+joint module's policy rebuilt on load).
 """
 import dataclasses
 
@@ -77,7 +77,8 @@ def test_synthesis(tmp_path, saved):
   assert_exported_chain_is_the_training_chain(task, str(tmp_path / 'run'), tmp_path, saved)
 
 
-def test_refinement_in_bf16(tmp_path):
+@pytest.mark.parametrize('saved', [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_refinement_in_bf16(tmp_path, saved):
   # The factory's model is built under the run's policy wherever the run is loaded.
   config = tiny('digits_refine', **{'generator.source': 'factory',
                                     'generator.path': 'test_refinement:tiny_decoder',
@@ -86,7 +87,7 @@ def test_refinement_in_bf16(tmp_path):
                                     'sampling.steps': 3, 'perf.precision': 'mixed_bfloat16'})
   task = train(config, str(tmp_path / 'run'))
   assert task.generator.compute_dtype == tf.bfloat16
-  assert_exported_chain_is_the_training_chain(task, str(tmp_path / 'run'), tmp_path)
+  assert_exported_chain_is_the_training_chain(task, str(tmp_path / 'run'), tmp_path, saved)
 
 
 @pytest.mark.parametrize('saved', [False, pytest.param(True, marks=pytest.mark.slow)])
