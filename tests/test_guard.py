@@ -174,7 +174,7 @@ def test_guard_stops_a_runaway_and_saves_nothing_while_counting(tmp_path):
 
 @pytest.mark.graph  # 40 steps: a graph is faster than running them eagerly
 def test_guard_rollback_restores_the_last_good_checkpoint_and_compounds(tmp_path):
-  trainer, saved = runaway_trainer(tmp_path, action='rollback')
+  trainer, saved = runaway_trainer(tmp_path, figures=True, action='rollback')
   task, after = trainer.task, []
   rollback = trainer.guard.rollback
 
@@ -191,6 +191,7 @@ def test_guard_rollback_restores_the_last_good_checkpoint_and_compounds(tmp_path
   with pytest.raises(RunawayError, match='3 rollbacks did not help'):
     trainer.train(40)
   assert [a['step'] for a in after] == [10, 10, 10]
+  assert os.path.getsize(tmp_path / 'training_curves.png') > 0  # out of rollbacks: its curves
   np.testing.assert_allclose([a['lr_scale'] for a in after], [0.5, 0.25, 0.125])
   assert len({a['rng'].tobytes() for a in after}) == 3  # each retry draws a fresh stream
   for a in after:

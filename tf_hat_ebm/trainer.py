@@ -201,7 +201,12 @@ class Trainer:
             for action in actions:
               action(chunk)
           except DivergenceError as e:
-            if not self.guard.rollback(e):
+            try:
+              rolled_back = self.guard.rollback(e)
+            except DivergenceError:  # out of rollbacks: its curves too
+              self.report.finish(step)
+              raise
+            if not rolled_back:
               self.report.finish(step)  # the curves of a stopped run show what the guard saw
               raise
             step = int(self.step.numpy())
