@@ -212,7 +212,7 @@ def test_historical_figure_shows_the_four_arms_in_the_papers_order(tmp_path):
 
 
 def test_a_run_with_figures_off_writes_no_png_and_keeps_its_numbers(four_steps):
-  # conftest's tiny() sets training.figures False: a grid was sampled at step 4, none drawn.
+  # conftest's tiny() sets training.figures False: no grid sampled at step 4, nothing drawn.
   assert not (four_steps / 'samples').exists()
   assert not (four_steps / 'training_curves.png').exists()
   assert (four_steps / 'checkpoints' / 'ckpt-4.index').exists()

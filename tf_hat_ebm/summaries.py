@@ -208,7 +208,8 @@ class RunReport:
     self.sample_dir = os.path.join(workdir, 'samples')
     self._data = None
     self.written = {}  # path -> metadata of every figure this run wrote
-    # A workdir's config.json from before training.figures draws them.
+    # training.figures: the trainer samples grids and this draws curves only with it (a workdir's
+    # config.json from before the field draws them).
     self.figures = config.get('training', {}).get('figures', True)
 
   def start(self, step):
@@ -225,7 +226,7 @@ class RunReport:
   def grids(self, step, grids):
     """Labelled figures of the grid samples ({'x'[, 'g_z', 'y']}) as PNG and in TensorBoard, and
     the energy histograms of data and samples. Returns the figures' metadata by file name."""
-    if not (self.is_chief and self.figures):
+    if not self.is_chief:
       return {}
     written = {}
     what = f'{self.name}, step {step}'

@@ -134,15 +134,18 @@ class Trainer:
     progress = ([actions_lib.TrainingProgress(self.task, end, step)]
                 if self.verbose and chief else [])
     every = actions_lib.Every
+    # Without figures no grid is sampled: the fixed-seed grid chain feeds only the figures.
+    at = actions_lib.EveryAndAt(t.sample_every, t.get('first_grid', 0))
+    grids = ([actions_lib.Conditional(at, actions_lib.Grids(self.task, self.report,
+                                                            t.num_grid_samples))]
+             if self.report.figures else [])
     return writer, [
         self.guard, *progress,
         actions_lib.Conditional(every(t.log_every),
                                 actions_lib.Scalars(self.task, self.report, self.guard)),
         actions_lib.Conditional(every(_eval_every(t)),
                                 actions_lib.Evaluation(self.task, writer, log=self.log)),
-        actions_lib.Conditional(actions_lib.EveryAndAt(t.sample_every, t.get('first_grid', 0)),
-                                actions_lib.Grids(self.task, self.report, t.num_grid_samples)),
-        self.saves]
+        *grids, self.saves]
 
   def train(self, num_steps=None):
     """Trains until `num_steps` (default config.training.num_steps) and returns the last metrics."""
@@ -202,11 +205,9 @@ class Trainer:
               action(chunk)
           except DivergenceError as e:
             try:
-              rolled_back = self.guard.rollback(e)
-            except DivergenceError:  # out of rollbacks: its curves too
-              self.report.finish(step)
-              raise
-            if not rolled_back:
+              if not self.guard.rollback(e):  # raises itself when out of rollbacks
+                raise
+            except DivergenceError:
               self.report.finish(step)  # the curves of a stopped run show what the guard saw
               raise
             step = int(self.step.numpy())
